@@ -1,0 +1,130 @@
+#include "core/attention.hpp"
+
+#include <cmath>
+
+#include "core/error.hpp"
+#include "core/kernels.hpp"
+
+namespace attn {
+
+Tensor embed(const Tensor& weight, const std::vector<int64_t>& ids, size_t batch, size_t seq) {
+  const size_t vocab = weight.shape(0), d = weight.shape(1);
+  Tensor out = Tensor::from_shape({batch, seq, d});
+  for (size_t t = 0; t < batch * seq; ++t) {
+    if (ids[t] < 0 || size_t(ids[t]) >= vocab)
+      throw InputError("token id " + std::to_string(ids[t]) + " is outside the embedding table (" +
+                       std::to_string(vocab) + " rows)");
+    std::copy_n(weight.data() + size_t(ids[t]) * d, d, out.data() + t * d);
+  }
+  // Python's math.sqrt(d_model) is a double; PyTorch multiplies a float tensor by it as float32.
+  multiply_scalar(out.data(), out.size(), float(std::sqrt(double(d))));
+  return out;
+}
+
+Tensor positional_encoding_table(size_t max_len, size_t d_model) {
+  if (d_model % 2 != 0)
+    throw InputError("d_model must be even for the sinusoidal positional encoding (got " +
+                     std::to_string(d_model) + "; PyTorch's PositionalEncoding fails on odd sizes)");
+  // Float32 arithmetic in PyTorch's order: div_term = exp(arange(0, d, 2) * (-ln(10000) / d)),
+  // angle = position * div_term; exp/sin/cos rounded once from double.
+  const float factor = float(-std::log(10000.0) / double(d_model));
+  std::vector<float> div_term(d_model / 2);
+  for (size_t i = 0; i < div_term.size(); ++i) div_term[i] = float(std::exp(double(float(2 * i) * factor)));
+  Tensor pe = Tensor::from_shape({max_len, d_model});
+  for (size_t pos = 0; pos < max_len; ++pos)
+    for (size_t i = 0; i < div_term.size(); ++i) {
+      const float angle = float(pos) * div_term[i];
+      pe(pos, 2 * i) = float(std::sin(double(angle)));
+      pe(pos, 2 * i + 1) = float(std::cos(double(angle)));
+    }
+  return pe;
+}
+
+Tensor add_positional_encoding(const Tensor& x, const Tensor& table) {
+  const size_t batch = x.shape(0), seq = x.shape(1), d = x.shape(2);
+  if (seq > table.shape(0))
+    throw InputError("sequence length " + std::to_string(seq) + " exceeds max_len " +
+                     std::to_string(table.shape(0)));
+  Tensor out = Tensor::from_shape(x.shape());
+  for (size_t b = 0; b < batch; ++b)
+    add(x.data() + b * seq * d, table.data(), out.data() + b * seq * d, seq * d);
+  return out;
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor* bias) {
+  const size_t out_features = weight.shape(0), in_features = weight.shape(1);
+  if (x.shape().back() != in_features)
+    throw InputError("linear layer expects " + std::to_string(in_features) + " input features, got " +
+                     std::to_string(x.shape().back()));
+  Shape shape(x.shape().begin(), x.shape().end());
+  shape.back() = out_features;
+  Tensor y = Tensor::from_shape(shape);
+  const size_t rows = x.size() / in_features;
+  matmul_nt(x.data(), weight.data(), y.data(), rows, in_features, out_features);
+  if (bias)
+    for (size_t r = 0; r < rows; ++r)
+      add(y.data() + r * out_features, bias->data(), y.data() + r * out_features, out_features);
+  return y;
+}
+
+MaskKind parse_mask_kind(const std::string& text) {
+  if (text == "none") return MaskKind::none;
+  if (text == "padding") return MaskKind::padding;
+  if (text == "causal") return MaskKind::causal;
+  if (text == "padding+causal" || text == "causal+padding") return MaskKind::padding_causal;
+  throw InputError("unknown mask '" + text + "' (expected none, padding, causal or padding+causal)");
+}
+
+std::string mask_kind_name(MaskKind kind) {
+  switch (kind) {
+    case MaskKind::none: return "none";
+    case MaskKind::padding: return "padding";
+    case MaskKind::causal: return "causal";
+    case MaskKind::padding_causal: return "padding+causal";
+  }
+  return "?";
+}
+
+MaskTensor padding_mask(const std::vector<int64_t>& ids, size_t batch, size_t seq) {
+  MaskTensor mask = MaskTensor::from_shape({batch, seq});
+  for (size_t t = 0; t < batch * seq; ++t) mask.data()[t] = ids[t] != 0;
+  return mask;
+}
+
+MaskTensor attention_mask(MaskKind kind, const std::vector<int64_t>& ids, size_t batch, size_t seq) {
+  const bool padding = kind == MaskKind::padding || kind == MaskKind::padding_causal;
+  const bool causal = kind == MaskKind::causal || kind == MaskKind::padding_causal;
+  MaskTensor mask = MaskTensor::from_shape({batch, seq, seq});
+  for (size_t b = 0; b < batch; ++b)
+    for (size_t i = 0; i < seq; ++i)
+      for (size_t j = 0; j < seq; ++j)
+        mask(b, i, j) = (!padding || ids[b * seq + j] != 0) && (!causal || j <= i);
+  return mask;
+}
+
+AttentionSteps scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                            const MaskTensor* mask) {
+  const size_t batch = q.shape(0), sq = q.shape(1), dk = q.shape(2), sk = k.shape(1), dv = v.shape(2);
+  if (k.shape(0) != batch || v.shape(0) != batch || k.shape(2) != dk || v.shape(1) != sk)
+    throw InputError("attention: query, key and value shapes do not agree");
+  AttentionSteps s;
+  s.scores = Tensor::from_shape({batch, sq, sk});
+  for (size_t b = 0; b < batch; ++b)
+    matmul_nt(q.data() + b * sq * dk, k.data() + b * sk * dk, s.scores.data() + b * sq * sk, sq, dk, sk);
+  s.scaled_scores = s.scores;
+  divide_scalar(s.scaled_scores.data(), s.scaled_scores.size(), float(std::sqrt(double(dk))));
+  s.masked_scores = s.scaled_scores;
+  if (mask) {
+    if (mask->shape() != s.scores.shape()) throw InputError("attention: mask shape does not match the scores");
+    masked_fill(s.masked_scores.data(), mask->data(), mask->size(), -1e9f);
+  }
+  s.attention_weights = s.masked_scores;
+  softmax_rows(s.attention_weights.data(), batch * sq, sk);
+  s.attention_output = Tensor::from_shape({batch, sq, dv});
+  for (size_t b = 0; b < batch; ++b)
+    matmul(s.attention_weights.data() + b * sq * sk, v.data() + b * sk * dv, s.attention_output.data() + b * sq * dv,
+           sq, sk, dv);
+  return s;
+}
+
+}  // namespace attn

@@ -1,0 +1,30 @@
+#include "core/memory.hpp"
+
+#include <cstdio>
+
+#include "core/error.hpp"
+
+#if !defined(__EMSCRIPTEN__)
+#include <unistd.h>
+#endif
+
+namespace attn {
+
+double memory_limit_bytes() {
+#if defined(__EMSCRIPTEN__)
+  return 4.0 * (1ull << 30);
+#else
+  return double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
+#endif
+}
+
+void check_fits_in_memory(double bytes, const std::string& what) {
+  const double limit = memory_limit_bytes();
+  if (bytes <= limit) return;
+  char text[160];
+  std::snprintf(text, sizeof text, "%s needs about %.3g GiB, more than the %.3g GiB of memory available",
+                what.c_str(), bytes / (1u << 30), limit / (1u << 30));
+  throw InputError(text);
+}
+
+}  // namespace attn

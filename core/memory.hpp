@@ -1,0 +1,12 @@
+// Refuses sizes that would not fit in memory before anything is allocated.
+#pragma once
+#include <string>
+
+namespace attn {
+
+// Bytes the engine may use: physical memory natively, the 4 GiB address space in WebAssembly.
+double memory_limit_bytes();
+// Throws InputError naming `what` when `bytes` exceeds the limit.
+void check_fits_in_memory(double bytes, const std::string& what);
+
+}  // namespace attn

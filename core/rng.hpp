@@ -1,0 +1,52 @@
+// PyTorch 1.13's CPU random generator and default initialisation, bit for bit
+// (../shared/docs/torch-rng-spec.md). Every fill is in memory order, as on a contiguous tensor.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+
+namespace attn {
+
+class TorchGenerator {
+ public:
+  static constexpr uint64_t default_seed = 67280421310721ULL;  // torch's default_rng_seed_val
+  explicit TorchGenerator(uint64_t seed = default_seed) { manual_seed(seed); }
+
+  // torch.manual_seed: the full 64-bit value is kept, the low 32 bits seed the MT19937 stream.
+  void manual_seed(uint64_t seed);
+  uint64_t initial_seed() const { return seed_; }
+
+  uint32_t random();    // one tempered 32-bit output
+  uint64_t random64();  // (a << 32) | b
+
+  void uniform_(float* out, size_t n, double from, double to);
+  void normal_(float* out, size_t n, double mean, double std);  // >= 16: normal_fill; else scalar path
+  void randn(float* out, size_t n) { normal_(out, n, 0.0, 1.0); }
+  void randint(int64_t* out, size_t n, int64_t low, int64_t high);
+  void bernoulli_(float* out, size_t n, double p);
+  // F.dropout(x, p, training=True), in place.
+  void dropout_(float* x, size_t n, double p);
+
+ private:
+  void normal_fill(float* out, size_t n, float mean, float std);
+  double normal_scalar(double mean, double std);
+  std::mt19937 engine_;
+  uint64_t seed_ = 0;
+  std::optional<double> cached_normal_;  // Box-Muller sine value of the scalar path
+};
+
+// nn.init / module constructors. Weights are [out, in] (PyTorch's layout).
+void kaiming_uniform_(TorchGenerator& g, float* w, size_t rows, size_t cols, double a);
+// nn.Linear.reset_parameters: weight, then bias (bias may be null).
+void linear_init(TorchGenerator& g, float* weight, float* bias, size_t out_features, size_t in_features);
+void xavier_uniform_(TorchGenerator& g, float* w, size_t fan_out, size_t fan_in, double gain = 1.0);
+// nn.Embedding(num, dim, padding_idx): normal_(0,1) on all, then row padding_idx zeroed.
+void embedding_init(TorchGenerator& g, float* w, size_t num, size_t dim, std::optional<int64_t> padding_idx);
+
+// Parses a seed as torch.manual_seed accepts it: an integer in [-2^63, 2^64) (negative values as
+// two's complement). Returns nullopt for anything else.
+std::optional<uint64_t> parse_torch_seed(const std::string& text);
+
+}  // namespace attn

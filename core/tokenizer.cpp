@@ -1,0 +1,118 @@
+#include "core/tokenizer.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace attn {
+
+Vocab::Vocab() { add(pad_token); }
+
+int64_t Vocab::add(const std::string& token) {
+  auto [it, inserted] = ids_.emplace(token, static_cast<int64_t>(tokens_.size()));
+  if (inserted) tokens_.push_back(token);
+  return it->second;
+}
+
+int64_t Vocab::id(const std::string& token) const {
+  auto it = ids_.find(token);
+  if (it == ids_.end()) throw InputError("unknown token '" + token + "' (not in the vocabulary)");
+  return it->second;
+}
+
+const std::string& Vocab::token(int64_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= tokens_.size())
+    throw InputError("token id " + std::to_string(id) + " is outside the vocabulary (size " +
+                     std::to_string(tokens_.size()) + ")");
+  return tokens_[static_cast<size_t>(id)];
+}
+
+bool is_valid_utf8(const std::string& text) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  size_t n = text.size(), i = 0;
+  while (i < n) {
+    unsigned char c = s[i];
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || i + len > n) return false;
+    uint32_t cp = len == 1 ? c : c & (0x7F >> len);
+    for (size_t k = 1; k < len; ++k) {
+      if ((s[i + k] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (s[i + k] & 0x3F);
+    }
+    // Reject overlong forms, surrogates and code points past U+10FFFF.
+    static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < min_cp[len] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return false;
+    i += len;
+  }
+  return true;
+}
+
+std::vector<std::string> split_words(const std::string& sentence) {
+  if (!is_valid_utf8(sentence)) throw InputError("invalid UTF-8");
+  static const std::string ideographic_space = "\xE3\x80\x80";
+  std::vector<std::string> words;
+  std::string word;
+  auto flush = [&] {
+    if (!word.empty()) words.push_back(std::move(word));
+    word.clear();
+  };
+  for (size_t i = 0; i < sentence.size(); ++i) {
+    char c = sentence[i];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f') {
+      flush();
+    } else if (sentence.compare(i, 3, ideographic_space) == 0) {
+      flush();
+      i += 2;
+    } else {
+      word += c;
+    }
+  }
+  flush();
+  return words;
+}
+
+TokenBatch tokenize_batch(const std::vector<std::string>& sentences, Vocab& vocab) {
+  if (sentences.empty()) throw InputError("no sentences given");
+  TokenBatch batch;
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    std::vector<std::string> words;
+    try {
+      words = split_words(sentences[i]);
+    } catch (const InputError& e) {
+      throw InputError("sentence " + std::to_string(i + 1) + ": " + e.what());
+    }
+    if (words.empty()) throw InputError("sentence " + std::to_string(i + 1) + " is empty");
+    batch.seq = std::max(batch.seq, words.size());
+    batch.tokens.push_back(std::move(words));
+  }
+  batch.batch = batch.tokens.size();
+  batch.ids.reserve(batch.batch * batch.seq);
+  for (auto& words : batch.tokens) {
+    for (const auto& w : words) batch.ids.push_back(vocab.add(w));
+    batch.ids.resize(batch.ids.size() + batch.seq - words.size(), 0);
+    words.resize(batch.seq, pad_token);
+  }
+  return batch;
+}
+
+std::vector<std::string> read_sentences_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError("cannot read sentences file '" + path + "'");
+  std::vector<std::string> sentences;
+  std::string line;
+  for (size_t number = 1; std::getline(in, line); ++number) {
+    if (number == 1 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    std::string where = path + ":" + std::to_string(number) + ": ";
+    if (!is_valid_utf8(line)) throw InputError(where + "invalid UTF-8");
+    if (split_words(line).empty()) throw InputError(where + "blank line (one sentence per line)");
+    sentences.push_back(line);
+  }
+  if (in.bad()) throw InputError("error while reading '" + path + "'");
+  if (sentences.empty()) throw InputError("sentences file '" + path + "' has no sentences");
+  return sentences;
+}
+
+}  // namespace attn

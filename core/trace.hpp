@@ -1,0 +1,35 @@
+// What a pipeline computed: its named stages in order, each a tensor. The CLI prints it, the GUI draws
+// it, the tests compare it (JSON form documented in README.md).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/json.hpp"
+#include "core/tensor.hpp"
+#include "core/torch_print.hpp"
+
+namespace attn {
+
+struct Stage {
+  std::string name;
+  Tensor value;
+  PrintDtype dtype = PrintDtype::float32;  // how the values are meant: floats, ids or a 0/1 mask
+};
+
+class Trace {
+ public:
+  void record(std::string name, Tensor value, PrintDtype dtype = PrintDtype::float32);
+  const std::vector<Stage>& stages() const { return stages_; }
+  const Tensor& at(const std::string& name) const;  // throws std::out_of_range for an unknown stage
+
+ private:
+  std::vector<Stage> stages_;
+};
+
+Tensor to_tensor(const MaskTensor& mask);
+// [{"name", "shape", "data"}...]; ids and masks as integers, floats as float32.
+Json stages_json(const Trace& trace);
+// PyTorch's print() text of a stage.
+std::string torch_repr(const Tensor& t, PrintDtype dtype = PrintDtype::float32);
+
+}  // namespace attn

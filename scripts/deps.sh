@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs what attnlab needs on Debian 12 (bookworm), idempotently:
+#  - Debian packages (compilers, Emscripten, Catch2, JSON, CLI11, PyTorch for fixtures);
+#  - xtensor 0.25 / xtl 0.7.7 / xsimd 13.2 (header-only) from Debian trixie, unpacked into .deps/,
+#    because bookworm's xsimd 8.1 has no WebAssembly SIMD backend.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+deps="$root/.deps"
+
+packages=(cmake g++ make python3-torch python3-numpy emscripten nodejs catch2
+          nlohmann-json3-dev libcli11-dev dpkg-dev ca-certificates)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Pinned header-only packages from trixie, fetched with private apt lists (the system's apt config
+# is left alone).
+pinned=(libxsimd-dev=13.2.0-1 libxtensor-dev=0.25.0-2 xtl-dev=0.7.7-1)
+stamp="$deps/.stamp-$(echo "${pinned[*]}" | tr ' =' '_-')"
+if [ ! -f "$stamp" ]; then
+  rm -rf "$deps" && mkdir -p "$deps/apt/lists/partial" "$deps/debs"
+  printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+    > "$deps/apt/trixie.sources"
+  O=(-o Dir::Etc::sourcelist=/dev/null -o "Dir::Etc::sourceparts=$deps/apt"
+     -o "Dir::State::Lists=$deps/apt/lists" -o "Dir::Cache=$deps/apt/cache" -o APT::Architecture=amd64
+     -o APT::Sandbox::User=root)
+  apt-get "${O[@]}" update -qq
+  (cd "$deps/debs" && apt-get "${O[@]}" download "${pinned[@]}")
+  for f in "$deps"/debs/*.deb; do dpkg-deb -x "$f" "$deps/root"; done
+  # Emscripten must never see /usr/include: give it folders holding only the headers it needs.
+  inc="$deps/include"; mkdir -p "$inc"
+  for d in xtensor xtl xsimd; do ln -sfn "$deps/root/usr/include/$d" "$inc/$d"; done
+  ln -sfn /usr/include/nlohmann "$inc/nlohmann"
+  ln -sfn /usr/include/catch2 "$inc/catch2"
+  ln -sfn /usr/include/CLI "$inc/CLI"
+  touch "$stamp"
+fi
