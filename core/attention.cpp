@@ -1,9 +1,12 @@
 #include "core/attention.hpp"
 
 #include <cmath>
+#include <optional>
 
 #include "core/error.hpp"
 #include "core/kernels.hpp"
+#include "core/rng.hpp"
+#include "core/torch_math.hpp"
 
 namespace attn {
 
@@ -25,18 +28,21 @@ Tensor positional_encoding_table(size_t max_len, size_t d_model) {
   if (d_model % 2 != 0)
     throw InputError("d_model must be even for the sinusoidal positional encoding (got " +
                      std::to_string(d_model) + "; PyTorch's PositionalEncoding fails on odd sizes)");
-  // Float32 arithmetic in PyTorch's order: div_term = exp(arange(0, d, 2) * (-ln(10000) / d)),
-  // angle = position * div_term; exp/sin/cos rounded once from double.
+  // PyTorch's float32 steps: div_term = exp(arange(0, d, 2) * (-ln(10000) / d)); angle = position ·
+  // div_term as one [max_len, d/2] tensor; sin and cos of it with PyTorch's own functions.
+  const size_t half = d_model / 2;
   const float factor = float(-std::log(10000.0) / double(d_model));
-  std::vector<float> div_term(d_model / 2);
-  for (size_t i = 0; i < div_term.size(); ++i) div_term[i] = float(std::exp(double(float(2 * i) * factor)));
-  Tensor pe = Tensor::from_shape({max_len, d_model});
+  std::vector<float> div_term(half), angle(max_len * half), sin(angle.size()), cos(angle.size());
+  for (size_t i = 0; i < half; ++i) div_term[i] = torch_expf(float(2 * i) * factor);
   for (size_t pos = 0; pos < max_len; ++pos)
-    for (size_t i = 0; i < div_term.size(); ++i) {
-      const float angle = float(pos) * div_term[i];
-      pe(pos, 2 * i) = float(std::sin(double(angle)));
-      pe(pos, 2 * i + 1) = float(std::cos(double(angle)));
-    }
+    for (size_t i = 0; i < half; ++i) angle[pos * half + i] = float(pos) * div_term[i];
+  torch_sin(angle.data(), sin.data(), angle.size());
+  torch_cos(angle.data(), cos.data(), angle.size());
+  Tensor pe = Tensor::from_shape({max_len, d_model});
+  for (size_t j = 0; j < angle.size(); ++j) {
+    pe.data()[2 * j] = sin[j];
+    pe.data()[2 * j + 1] = cos[j];
+  }
   return pe;
 }
 
@@ -103,27 +109,39 @@ MaskTensor attention_mask(MaskKind kind, const std::vector<int64_t>& ids, size_t
 }
 
 AttentionSteps scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                            const MaskTensor* mask) {
+                                            const AttentionOptions& options) {
   const size_t batch = q.shape(0), sq = q.shape(1), dk = q.shape(2), sk = k.shape(1), dv = v.shape(2);
   if (k.shape(0) != batch || v.shape(0) != batch || k.shape(2) != dk || v.shape(1) != sk)
     throw InputError("attention: query, key and value shapes do not agree");
+  const float sqrt_dk = float(std::sqrt(double(dk)));
+  std::optional<Tensor> scaled_q;
+  if (options.scale_query_first) {
+    scaled_q = q;
+    divide_scalar(scaled_q->data(), scaled_q->size(), sqrt_dk);
+  }
+  const Tensor& query = scaled_q ? *scaled_q : q;
   AttentionSteps s;
   s.scores = Tensor::from_shape({batch, sq, sk});
   for (size_t b = 0; b < batch; ++b)
-    matmul_nt(q.data() + b * sq * dk, k.data() + b * sk * dk, s.scores.data() + b * sq * sk, sq, dk, sk);
+    matmul_nt(query.data() + b * sq * dk, k.data() + b * sk * dk, s.scores.data() + b * sq * sk, sq, dk, sk);
   s.scaled_scores = s.scores;
-  divide_scalar(s.scaled_scores.data(), s.scaled_scores.size(), float(std::sqrt(double(dk))));
+  if (!options.scale_query_first) divide_scalar(s.scaled_scores.data(), s.scaled_scores.size(), sqrt_dk);
   s.masked_scores = s.scaled_scores;
-  if (mask) {
+  if (const MaskTensor* mask = options.mask) {
     if (mask->shape() != s.scores.shape()) throw InputError("attention: mask shape does not match the scores");
     masked_fill(s.masked_scores.data(), mask->data(), mask->size(), -1e9f);
   }
   s.attention_weights = s.masked_scores;
   softmax_rows(s.attention_weights.data(), batch * sq, sk);
+  std::optional<Tensor> dropped;
+  if (options.dropout && options.dropout_p > 0) {
+    dropped = s.attention_weights;
+    options.dropout->dropout_(dropped->data(), dropped->size(), options.dropout_p);
+  }
+  const Tensor& weights = dropped ? *dropped : s.attention_weights;
   s.attention_output = Tensor::from_shape({batch, sq, dv});
   for (size_t b = 0; b < batch; ++b)
-    matmul(s.attention_weights.data() + b * sq * sk, v.data() + b * sk * dv, s.attention_output.data() + b * sq * dv,
-           sq, sk, dv);
+    matmul(weights.data() + b * sq * sk, v.data() + b * sk * dv, s.attention_output.data() + b * sq * dv, sq, sk, dv);
   return s;
 }
 

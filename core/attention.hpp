@@ -34,8 +34,16 @@ struct AttentionSteps {
   Tensor attention_weights;  // softmax over keys
   Tensor attention_output;   // weights · V    [B, Sq, d_v]
 };
-// q [B, Sq, d_k], k [B, Sk, d_k], v [B, Sk, d_v]; mask [B, Sq, Sk] or null for none.
+class TorchGenerator;
+struct AttentionOptions {
+  const MaskTensor* mask = nullptr;  // [B, Sq, Sk]; null = no mask
+  // nn.MultiheadAttention divides q by √d_k before QKᵀ (then scaled_scores equals scores).
+  bool scale_query_first = false;
+  TorchGenerator* dropout = nullptr;  // training mode: dropout on the weights before · V
+  double dropout_p = 0.0;
+};
+// q [B, Sq, d_k], k [B, Sk, d_k], v [B, Sk, d_v].
 AttentionSteps scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                            const MaskTensor* mask = nullptr);
+                                            const AttentionOptions& options = {});
 
 }  // namespace attn

@@ -7,6 +7,8 @@
 #include <vector>
 #include <xsimd/xsimd.hpp>
 
+#include "core/torch_math.hpp"
+
 namespace attn {
 namespace {
 
@@ -168,7 +170,7 @@ void softmax_rows(float* x, size_t rows, size_t n) {
   for (size_t r = 0; r < rows; ++r) {
     float* row = x + r * n;
     const float max = max_of(row, n);
-    map_inplace(row, n, 0.0f, [max](batch v) { return xsimd::exp(v - batch(max)); });
+    map_inplace(row, n, 0.0f, [max](batch v) { return torch_exp(v - batch(max)); });
     multiply_scalar(row, n, 1.0f / reduce_all_sum(row, n));
   }
 }

@@ -71,7 +71,7 @@ TutorialRun run_tutorial(const TutorialConfig& config) {
   const MaskTensor mask = attention_mask(config.mask, run.batch.ids, B, S);
   t.record("mask", to_tensor(mask), PrintDtype::boolean);
   AttentionSteps a = scaled_dot_product_attention(t.at("query"), t.at("key"), t.at("value"),
-                                                  config.mask == MaskKind::none ? nullptr : &mask);
+                                                  {config.mask == MaskKind::none ? nullptr : &mask});
   t.record("scores", std::move(a.scores));
   t.record("scaled_scores", std::move(a.scaled_scores));
   t.record("masked_scores", std::move(a.masked_scores));

@@ -33,3 +33,4 @@ attn_cli_case(sentences_file_korean 0 "'고양이가', '잔다'"
               tutorial --sentences-file "${CMAKE_CURRENT_SOURCE_DIR}/data/korean.txt")
 attn_cli_case(json_contract 0 "^\\{\"config\":\\{\"seed\":0,.*\"stages\":\\[\\{\"name\":\"token_ids\",\"shape\":\\[4,4\\],\"data\":\\[1,2,3,4,"
               tutorial --json)
+

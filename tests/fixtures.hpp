@@ -38,3 +38,16 @@ inline Deviation compare(const Tensor& got, const nlohmann::json& expected, doub
 }
 
 }  // namespace attn::test
+
+namespace attn::test {
+
+// A fixture stage {"shape", "data"} as a tensor.
+inline Tensor tensor_of(const nlohmann::json& stage) {
+  Tensor t = Tensor::from_shape(stage.at("shape").get<std::vector<size_t>>());
+  const auto& data = stage.at("data");
+  REQUIRE(data.size() == t.size());
+  for (size_t i = 0; i < t.size(); ++i) t.data()[i] = data[i].get<float>();
+  return t;
+}
+
+}  // namespace attn::test

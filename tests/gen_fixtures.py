@@ -3,7 +3,8 @@
 
 Run with /usr/bin/python3. Each module in tests/torchgen/ has generate(out_dir) and writes its own
 files; tests compare the engine against these files and never against our own earlier output.
-    /usr/bin/python3 tests/gen_fixtures.py [module ...]
+    /usr/bin/python3 tests/gen_fixtures.py [--out DIR] [module ...]
+The test `fixtures.reproducible` regenerates them all into a temporary folder and compares.
 """
 import importlib.util
 import pathlib
@@ -22,9 +23,12 @@ def load(name):
     return module
 
 
-def main(names):
+def main(args):
     out = HERE / "fixtures"
-    out.mkdir(exist_ok=True)
+    if args[:1] == ["--out"]:
+        out, args = pathlib.Path(args[1]), args[2:]
+    names = args
+    out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(1)
     mods = names or sorted(p.stem for p in (HERE / "torchgen").glob("*.py") if p.stem != "__init__")
     for name in mods:

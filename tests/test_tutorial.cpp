@@ -31,7 +31,7 @@ constexpr double rel_tol = 1e-6, abs_tol = 1e-6;
 
 }  // namespace
 
-TEST_CASE("tutorial stages equal PyTorch's", "[tutorial]") {
+TEST_CASE("tutorial stages equal PyTorch", "[tutorial]") {
   for (const char* name : cases) {
     SECTION(name) {
       const json fixture = test::load_fixture(std::string("tutorial_") + name + ".json");
@@ -54,7 +54,7 @@ TEST_CASE("tutorial stages equal PyTorch's", "[tutorial]") {
   }
 }
 
-TEST_CASE("tutorial walkthrough prints PyTorch's text", "[tutorial][walkthrough]") {
+TEST_CASE("tutorial walkthrough prints the text PyTorch prints", "[tutorial][walkthrough]") {
   for (const char* name : cases) {
     SECTION(name) {
       const json fixture = test::load_fixture(std::string("tutorial_") + name + ".json");
@@ -100,10 +100,10 @@ TEST_CASE("attention properties hold", "[tutorial]") {
   }
 }
 
-TEST_CASE("a fully masked row gives uniform weights, never NaN", "[attention]") {
+TEST_CASE("a fully masked row gives uniform weights and never NaN", "[attention]") {
   Tensor q = {{{1.0f, 2.0f}, {3.0f, -1.0f}}}, k = {{{0.5f, 1.0f}, {2.0f, 0.0f}}}, v = {{{1.0f, 0.0f}, {0.0f, 1.0f}}};
   MaskTensor mask = {{{0, 0}, {1, 0}}};
-  const AttentionSteps a = scaled_dot_product_attention(q, k, v, &mask);
+  const AttentionSteps a = scaled_dot_product_attention(q, k, v, {&mask});
   CHECK(a.attention_weights(0, 0, 0) == 0.5f);
   CHECK(a.attention_weights(0, 0, 1) == 0.5f);
   CHECK(a.attention_weights(0, 1, 0) == 1.0f);

@@ -1,0 +1,507 @@
+#include "core/transformer.hpp"
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "core/error.hpp"
+#include "core/kernels.hpp"
+#include "core/memory.hpp"
+
+namespace attn {
+
+// ---------------------------------------------------------------------------------------------
+// Configuration
+// ---------------------------------------------------------------------------------------------
+
+Activation parse_activation(const std::string& text) {
+  if (text == "relu") return Activation::relu;
+  if (text == "gelu") return Activation::gelu;
+  throw InputError("unknown activation '" + text + "' (expected relu or gelu)");
+}
+
+namespace {
+
+size_t parameter_floats(const TransformerConfig& c) {
+  const size_t d = c.d_model, ff = c.ff_width();
+  const size_t per_layer = 4 * (d * d + d) + (ff * d + ff) + (d * ff + d) + 4 * d;
+  return c.vocab_size * d + c.num_layers * per_layer + 2 * d + (c.classifier_head ? c.num_classes * (d + 1) : 0);
+}
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw InputError(message);
+}
+
+}  // namespace
+
+void validate(const TransformerConfig& c) {
+  require(c.d_model >= 2 && c.d_model % 2 == 0,
+          "d_model must be an even number >= 2 (the sinusoidal positional encoding pairs sin and cos), got " +
+              std::to_string(c.d_model));
+  require(c.num_heads >= 1 && c.d_model % c.num_heads == 0,
+          "num_heads (" + std::to_string(c.num_heads) + ") must divide d_model (" + std::to_string(c.d_model) + ")");
+  require(c.num_layers >= 1, "num_layers must be at least 1");
+  require(c.max_len >= 1, "max_len must be at least 1");
+  require(!c.classifier_head || c.num_classes >= 1, "num_classes must be at least 1");
+  require(c.dropout >= 0.0 && c.dropout < 1.0, "dropout must be in [0, 1), got " + std::to_string(c.dropout));
+  // Sizes past 2^40 floats overflow nothing below but cannot fit anyway; check before multiplying.
+  for (size_t v : {c.vocab_size, c.d_model, c.ff_width(), c.num_layers, c.num_classes, c.max_len})
+    require(v < (size_t(1) << 40), "a model size is absurdly large (" + std::to_string(v) + ")");
+  check_fits_in_memory(4.0 * double(parameter_floats(c)) + 4.0 * double(c.max_len) * double(c.d_model),
+                       "this model");
+}
+
+TransformerConfig config_from_json(const Json& j) {
+  require(j.is_object(), "model config must be a JSON object");
+  TransformerConfig c;
+  auto size = [&](const std::string& key, size_t& out) {
+    if (!j.contains(key)) return;
+    require(j[key].is_number_unsigned(), "config '" + key + "' must be a non-negative integer");
+    out = j[key].get<size_t>();
+  };
+  auto flag = [&](const std::string& key, bool& out) {
+    if (!j.contains(key)) return;
+    require(j[key].is_boolean(), "config '" + key + "' must be true or false");
+    out = j[key].get<bool>();
+  };
+  static const std::set<std::string> known = {"vocab_size", "d_model", "num_heads", "num_layers", "d_ff",
+                                               "max_len", "num_classes", "dropout", "norm_first", "activation",
+                                               "pooling", "layer_style", "final_norm", "classifier_head"};
+  for (const auto& [key, value] : j.items()) require(known.count(key) != 0, "unknown config key '" + key + "'");
+  size("vocab_size", c.vocab_size);
+  size("d_model", c.d_model);
+  size("num_heads", c.num_heads);
+  size("num_layers", c.num_layers);
+  size("d_ff", c.d_ff);
+  size("max_len", c.max_len);
+  size("num_classes", c.num_classes);
+  if (j.contains("dropout")) {
+    require(j["dropout"].is_number(), "config 'dropout' must be a number");
+    c.dropout = j["dropout"].get<double>();
+  }
+  flag("norm_first", c.norm_first);
+  flag("final_norm", c.final_norm);
+  flag("classifier_head", c.classifier_head);
+  if (j.contains("activation")) {
+    require(j["activation"].is_string(), "config 'activation' must be \"relu\" or \"gelu\"");
+    c.activation = parse_activation(j["activation"].get<std::string>());
+  }
+  if (j.contains("pooling"))
+    require(j["pooling"] == "mean", "config 'pooling' must be \"mean\" (the tutorial's x.mean(dim=1))");
+  if (j.contains("layer_style")) {
+    require(j["layer_style"] == "tutorial" || j["layer_style"] == "torch",
+            "config 'layer_style' must be \"tutorial\" or \"torch\" (nn.TransformerEncoderLayer)");
+    c.layer_style = j["layer_style"] == "torch" ? LayerStyle::torch : LayerStyle::tutorial;
+  }
+  return c;
+}
+
+Json config_to_json(const TransformerConfig& c) {
+  return {{"vocab_size", c.vocab_size},
+          {"d_model", c.d_model},
+          {"num_heads", c.num_heads},
+          {"num_layers", c.num_layers},
+          {"d_ff", c.ff_width()},
+          {"max_len", c.max_len},
+          {"num_classes", c.num_classes},
+          {"dropout", float(c.dropout)},
+          {"norm_first", c.norm_first},
+          {"activation", c.activation == Activation::relu ? "relu" : "gelu"},
+          {"pooling", "mean"},
+          {"layer_style", c.layer_style == LayerStyle::torch ? "torch" : "tutorial"},
+          {"final_norm", c.final_norm},
+          {"classifier_head", c.classifier_head}};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parameters: construction in PyTorch's order, and the state_dict names
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+Linear make_linear(TorchGenerator& g, size_t out_features, size_t in_features) {
+  Linear l{Tensor::from_shape({out_features, in_features}), Tensor::from_shape({out_features})};
+  linear_init(g, l.weight.data(), l.bias.data(), out_features, in_features);
+  return l;
+}
+
+LayerNorm make_layer_norm(size_t d) {
+  return {xt::ones<float>({d}), xt::zeros<float>({d})};
+}
+
+Tensor reshaped(Tensor t, const Shape& shape) {
+  t.reshape(shape);
+  return t;
+}
+
+void xavier(TorchGenerator& g, Tensor& w) { xavier_uniform_(g, w.data(), w.shape(0), w.shape(1)); }
+
+// A model without embedding and head is a bare nn.TransformerEncoder: its names have no "encoder.".
+bool bare_encoder(const TransformerConfig& c) { return c.vocab_size == 0 && !c.classifier_head; }
+
+template <class L, class Visit>
+void visit_linear(const std::string& name, L& l, Visit&& visit) {
+  visit(name + ".weight", l.weight);
+  visit(name + ".bias", l.bias);
+}
+
+template <class N, class Visit>
+void visit_norm(const std::string& name, N& n, Visit&& visit) {
+  visit(name + ".weight", n.weight);
+  visit(name + ".bias", n.bias);
+}
+
+}  // namespace
+
+TransformerModel init_transformer(const TransformerConfig& config, TorchGenerator& gen) {
+  validate(config);
+  if (config.layer_style != LayerStyle::tutorial)
+    throw InputError("seeded initialisation builds the tutorial's modules; load nn.TransformerEncoderLayer "
+                     "weights from a safetensors file instead");
+  if (config.vocab_size == 0) throw InputError("vocab_size must be at least 1");
+  const size_t d = config.d_model, ff = config.ff_width();
+  TransformerModel m{config, Tensor::from_shape({config.vocab_size, d}), {}, {}, {}, {}};
+  embedding_init(gen, m.embedding.data(), config.vocab_size, d, std::nullopt);
+  m.positional_encoding = reshaped(positional_encoding_table(config.max_len, d), {1, config.max_len, d});
+  for (size_t i = 0; i < config.num_layers; ++i) {
+    EncoderLayer l;
+    l.query = make_linear(gen, d, d);
+    l.key = make_linear(gen, d, d);
+    l.value = make_linear(gen, d, d);
+    l.output = make_linear(gen, d, d);
+    l.linear1 = make_linear(gen, ff, d);
+    l.linear2 = make_linear(gen, d, ff);
+    l.norm1 = make_layer_norm(d);
+    l.norm2 = make_layer_norm(d);
+    m.layers.push_back(std::move(l));
+  }
+  m.final_norm = make_layer_norm(d);
+  if (config.classifier_head) m.fc = make_linear(gen, config.num_classes, d);
+  // TransformerClassifier._init_weights: xavier_uniform_ on every parameter with dim > 1, in order.
+  xavier(gen, m.embedding);
+  for (auto& l : m.layers)
+    for (Tensor* w : {&l.query.weight, &l.key.weight, &l.value.weight, &l.output.weight, &l.linear1.weight,
+                      &l.linear2.weight})
+      xavier(gen, *w);
+  if (config.classifier_head) xavier(gen, m.fc.weight);
+  return m;
+}
+
+namespace {
+
+// Calls visit(name, tensor) for every parameter in state_dict order. For torch-style layers the
+// packed in_proj tensors are passed as temporaries through `packed` (pack/unpack around the call).
+template <class Model, class Visit, class Packed>
+void visit_state(Model& m, Visit&& visit, Packed&& packed) {
+  const TransformerConfig& c = m.config;
+  const bool bare = bare_encoder(c);
+  const std::string enc = bare ? "" : "encoder.";
+  if (!bare) {
+    visit("embedding.weight", m.embedding);
+    visit("pos_encoding.pe", m.positional_encoding);  // a buffer, but in the state_dict
+  }
+  for (size_t i = 0; i < m.layers.size(); ++i) {
+    auto& l = m.layers[i];
+    const std::string p = enc + "layers." + std::to_string(i) + ".";
+    if (c.layer_style == LayerStyle::tutorial) {
+      visit_linear(p + "self_attn.W_Q", l.query, visit);
+      visit_linear(p + "self_attn.W_K", l.key, visit);
+      visit_linear(p + "self_attn.W_V", l.value, visit);
+      visit_linear(p + "self_attn.W_O", l.output, visit);
+      visit_linear(p + "ffn.linear1", l.linear1, visit);
+      visit_linear(p + "ffn.linear2", l.linear2, visit);
+    } else {
+      packed(p + "self_attn.in_proj_", l);
+      visit_linear(p + "self_attn.out_proj", l.output, visit);
+      visit_linear(p + "linear1", l.linear1, visit);
+      visit_linear(p + "linear2", l.linear2, visit);
+    }
+    visit_norm(p + "norm1", l.norm1, visit);
+    visit_norm(p + "norm2", l.norm2, visit);
+  }
+  if (c.final_norm) visit_norm(enc + "norm", m.final_norm, visit);
+  if (c.classifier_head) visit_linear("fc", m.fc, visit);
+}
+
+Tensor concat_rows(const std::vector<const Tensor*>& parts) {
+  Shape shape(parts[0]->shape().begin(), parts[0]->shape().end());
+  shape[0] = 0;
+  for (const Tensor* t : parts) shape[0] += t->shape(0);
+  Tensor out = Tensor::from_shape(shape);
+  float* dst = out.data();
+  for (const Tensor* t : parts) dst = std::copy(t->begin(), t->end(), dst);
+  return out;
+}
+
+Tensor rows(const Tensor& t, size_t begin, size_t count) {
+  Shape shape(t.shape().begin(), t.shape().end());
+  const size_t row = t.size() / shape[0];
+  shape[0] = count;
+  Tensor out = Tensor::from_shape(shape);
+  std::copy_n(t.data() + begin * row, count * row, out.data());
+  return out;
+}
+
+Shape expected_shape(const TransformerConfig& c, const std::string& name) {
+  const size_t d = c.d_model, ff = c.ff_width();
+  auto ends = [&](const std::string& suffix) {
+    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (name == "embedding.weight") return {c.vocab_size, d};
+  if (name == "pos_encoding.pe") return {1, c.max_len, d};
+  if (name == "fc.weight") return {c.num_classes, d};
+  if (name == "fc.bias") return {c.num_classes};
+  if (ends("in_proj_weight")) return {3 * d, d};
+  if (ends("in_proj_bias")) return {3 * d};
+  if (ends("linear1.weight")) return {ff, d};
+  if (ends("linear1.bias")) return {ff};
+  if (ends("linear2.weight")) return {d, ff};
+  if (ends(".weight") && name.find("norm") == std::string::npos) return {d, d};
+  return {d};
+}
+
+}  // namespace
+
+std::vector<NamedTensor> state_dict(const TransformerModel& model) {
+  std::vector<NamedTensor> out;
+  visit_state(
+      model, [&](const std::string& name, const Tensor& t) { out.push_back({name, t}); },
+      [&](const std::string& p, const EncoderLayer& l) {
+        out.push_back({p + "weight", concat_rows({&l.query.weight, &l.key.weight, &l.value.weight})});
+        out.push_back({p + "bias", concat_rows({&l.query.bias, &l.key.bias, &l.value.bias})});
+      });
+  return out;
+}
+
+TransformerModel load_transformer(const TransformerConfig& config, const std::vector<NamedTensor>& tensors) {
+  validate(config);
+  std::map<std::string, const Tensor*> given;
+  for (const auto& t : tensors) given[t.name] = &t.value;
+  TransformerModel m{config, {}, {}, std::vector<EncoderLayer>(config.num_layers), {}, {}};
+  std::vector<std::string> missing, wrong_shape;
+  std::set<std::string> used;
+  auto take = [&](const std::string& name, Tensor& slot) {
+    auto it = given.find(name);
+    if (it == given.end()) return missing.push_back(name);
+    used.insert(name);
+    const Shape want = expected_shape(config, name);
+    if (Shape(it->second->shape().begin(), it->second->shape().end()) != want) {
+      std::string got;
+      for (size_t s : it->second->shape()) got += (got.empty() ? "" : ", ") + std::to_string(s);
+      std::string need;
+      for (size_t s : want) need += (need.empty() ? "" : ", ") + std::to_string(s);
+      return wrong_shape.push_back(name + " [" + got + "], expected [" + need + "]");
+    }
+    slot = *it->second;
+  };
+  visit_state(m, take, [&](const std::string& p, EncoderLayer& l) {
+    Tensor w, b;
+    take(p + "weight", w);
+    take(p + "bias", b);
+    if (w.dimension() != 2 || b.dimension() != 1) return;
+    const size_t d = config.d_model;
+    l.query = {rows(w, 0, d), rows(b, 0, d)};
+    l.key = {rows(w, d, d), rows(b, d, d)};
+    l.value = {rows(w, 2 * d, d), rows(b, 2 * d, d)};
+  });
+  std::vector<std::string> unexpected;
+  for (const auto& t : tensors)
+    if (!used.count(t.name)) unexpected.push_back(t.name);
+  if (!missing.empty() || !unexpected.empty() || !wrong_shape.empty()) {
+    std::string msg = "weights do not match the model";
+    auto list = [&](const char* what, const std::vector<std::string>& names) {
+      if (names.empty()) return;
+      msg += std::string("; ") + what + ":";
+      for (const auto& n : names) msg += " " + n;
+    };
+    list("missing", missing);
+    list("unexpected", unexpected);
+    list("wrong shape", wrong_shape);
+    throw InputError(msg);
+  }
+  return m;
+}
+
+size_t parameter_count(const TransformerModel& model) {
+  size_t n = 0;
+  for (const auto& t : state_dict(model))
+    if (t.name != "pos_encoding.pe") n += t.value.size();
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Forward passes
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+void record(Trace* trace, const std::string& name, const Tensor& t) {
+  if (trace) trace->record(name, t);
+}
+
+void dropout(TorchGenerator* gen, Tensor& x, double p) {
+  if (gen && p > 0) gen->dropout_(x.data(), x.size(), p);
+}
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  Tensor out = Tensor::from_shape(a.shape());
+  attn::add(a.data(), b.data(), out.data(), a.size());
+  return out;
+}
+
+// [B, S, H·dk] → [B, H, S, dk] (view + transpose(1, 2) + contiguous).
+Tensor split_heads(const Tensor& x, size_t heads) {
+  const size_t B = x.shape(0), S = x.shape(1), dk = x.shape(2) / heads;
+  Tensor out = Tensor::from_shape({B, heads, S, dk});
+  for (size_t b = 0; b < B; ++b)
+    for (size_t s = 0; s < S; ++s)
+      for (size_t h = 0; h < heads; ++h)
+        std::copy_n(x.data() + ((b * S + s) * heads + h) * dk, dk, out.data() + ((b * heads + h) * S + s) * dk);
+  return out;
+}
+
+// [B, H, S, dk] → [B, S, H·dk]
+Tensor merge_heads(const Tensor& x) {
+  const size_t B = x.shape(0), H = x.shape(1), S = x.shape(2), dk = x.shape(3);
+  Tensor out = Tensor::from_shape({B, S, H * dk});
+  for (size_t b = 0; b < B; ++b)
+    for (size_t h = 0; h < H; ++h)
+      for (size_t s = 0; s < S; ++s)
+        std::copy_n(x.data() + ((b * H + h) * S + s) * dk, dk, out.data() + ((b * S + s) * H + h) * dk);
+  return out;
+}
+
+void activate(Tensor& x, Activation activation) {
+  for (float& v : x) {
+    if (activation == Activation::relu)
+      v = v < 0.0f ? 0.0f : v;
+    else  // exact GELU: x · Φ(x)
+      v = float(0.5 * double(v) * (1.0 + std::erf(double(v) * 0.70710678118654752440)));
+  }
+}
+
+}  // namespace
+
+Tensor layer_norm(const Tensor& x, const LayerNorm& norm, float eps) {
+  const size_t d = x.shape().back(), rows_count = x.size() / d;
+  Tensor out = Tensor::from_shape(x.shape());
+  for (size_t r = 0; r < rows_count; ++r) {
+    const float* in = x.data() + r * d;
+    float* y = out.data() + r * d;
+    double mean = 0, var = 0;  // double: within an ulp of PyTorch's float Welford
+    for (size_t i = 0; i < d; ++i) mean += in[i];
+    mean /= double(d);
+    for (size_t i = 0; i < d; ++i) var += (in[i] - mean) * (in[i] - mean);
+    const double rstd = 1.0 / std::sqrt(var / double(d) + double(eps));
+    for (size_t i = 0; i < d; ++i)
+      y[i] = float((in[i] - mean) * rstd * double(norm.weight(i)) + double(norm.bias(i)));
+  }
+  return out;
+}
+
+Tensor multi_head_attention(const EncoderLayer& layer, const TransformerConfig& config, const Tensor& q_in,
+                            const Tensor& kv_in, const MaskTensor* mask, Trace* trace, const std::string& prefix) {
+  const size_t B = q_in.shape(0), Sq = q_in.shape(1), Sk = kv_in.shape(1), H = config.num_heads;
+  const size_t dk = config.head_dim();
+  const Tensor q = split_heads(linear(q_in, layer.query.weight, &layer.query.bias), H);
+  const Tensor k = split_heads(linear(kv_in, layer.key.weight, &layer.key.bias), H);
+  const Tensor v = split_heads(linear(kv_in, layer.value.weight, &layer.value.bias), H);
+  record(trace, prefix + "query", q);
+  record(trace, prefix + "key", k);
+  record(trace, prefix + "value", v);
+  MaskTensor head_mask;  // [B, Sq, Sk] repeated for every head: [B·H, Sq, Sk]
+  if (mask) {
+    head_mask = MaskTensor::from_shape({B * H, Sq, Sk});
+    for (size_t b = 0; b < B; ++b)
+      for (size_t h = 0; h < H; ++h) std::copy_n(mask->data() + b * Sq * Sk, Sq * Sk, head_mask.data() + (b * H + h) * Sq * Sk);
+  }
+  AttentionOptions options;
+  options.mask = mask ? &head_mask : nullptr;
+  options.scale_query_first = config.layer_style == LayerStyle::torch;
+  AttentionSteps a = scaled_dot_product_attention(reshaped(q, {B * H, Sq, dk}), reshaped(k, {B * H, Sk, dk}),
+                                                   reshaped(v, {B * H, Sk, dk}), options);
+  record(trace, prefix + "scores", reshaped(std::move(a.scores), {B, H, Sq, Sk}));
+  record(trace, prefix + "attention_weights", reshaped(std::move(a.attention_weights), {B, H, Sq, Sk}));
+  const Tensor merged = merge_heads(reshaped(std::move(a.attention_output), {B, H, Sq, dk}));
+  record(trace, prefix + "attention_output", merged);
+  Tensor out = linear(merged, layer.output.weight, &layer.output.bias);
+  record(trace, prefix + "output", out);
+  return out;
+}
+
+Tensor feed_forward(const EncoderLayer& layer, const TransformerConfig& config, const Tensor& x,
+                    TorchGenerator* dropout_gen, Trace* trace, const std::string& prefix) {
+  Tensor h = linear(x, layer.linear1.weight, &layer.linear1.bias);
+  activate(h, config.activation);
+  dropout(dropout_gen, h, config.dropout);
+  Tensor out = linear(h, layer.linear2.weight, &layer.linear2.bias);
+  record(trace, prefix + "output", out);
+  return out;
+}
+
+Tensor encoder_forward(const TransformerModel& model, Tensor x, const MaskTensor* mask, TorchGenerator* dropout_gen,
+                       Trace* trace) {
+  const TransformerConfig& c = model.config;
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    const EncoderLayer& l = model.layers[i];
+    const std::string p = "layers." + std::to_string(i) + ".";
+    if (c.norm_first) {
+      const Tensor h = layer_norm(x, l.norm1);
+      record(trace, p + "norm1", h);
+      Tensor a = multi_head_attention(l, c, h, h, mask, trace, p + "self_attn.");
+      dropout(dropout_gen, a, c.dropout);
+      x = add(x, a);
+      const Tensor h2 = layer_norm(x, l.norm2);
+      record(trace, p + "norm2", h2);
+      Tensor f = feed_forward(l, c, h2, dropout_gen, trace, p + "ffn.");
+      dropout(dropout_gen, f, c.dropout);
+      x = add(x, f);
+    } else {
+      Tensor a = multi_head_attention(l, c, x, x, mask, trace, p + "self_attn.");
+      dropout(dropout_gen, a, c.dropout);
+      x = layer_norm(add(x, a), l.norm1);
+      record(trace, p + "norm1", x);
+      Tensor f = feed_forward(l, c, x, dropout_gen, trace, p + "ffn.");
+      dropout(dropout_gen, f, c.dropout);
+      x = layer_norm(add(x, f), l.norm2);
+      record(trace, p + "norm2", x);
+    }
+    record(trace, p + "output", x);
+  }
+  return c.final_norm ? layer_norm(x, model.final_norm) : x;
+}
+
+Trace classify(const TransformerModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
+               MaskKind mask_kind, TorchGenerator* dropout_gen) {
+  const TransformerConfig& c = model.config;
+  if (bare_encoder(c)) throw InputError("this model has no embedding: it takes vectors, not token ids");
+  if (seq > c.max_len)
+    throw InputError("a sequence has " + std::to_string(seq) + " tokens, more than max_len " + std::to_string(c.max_len));
+  const size_t d = c.d_model;
+  Trace t;
+  Tensor id_tensor = Tensor::from_shape({batch, seq});
+  std::copy(ids.begin(), ids.end(), id_tensor.begin());
+  t.record("token_ids", id_tensor, PrintDtype::int64);
+  t.record("embedding", embed(model.embedding, ids, batch, seq));
+  const Tensor table = positional_encoding_table(seq, d);  // pe[:, :S]
+  t.record("positional_encoding", reshaped(table, {1, seq, d}));
+  Tensor x = add_positional_encoding(t.at("embedding"), table);
+  dropout(dropout_gen, x, c.dropout);
+  t.record("embedded", x);
+  const MaskTensor mask = attention_mask(mask_kind, ids, batch, seq);
+  x = encoder_forward(model, x, mask_kind == MaskKind::none ? nullptr : &mask, dropout_gen, &t);
+  t.record("encoder_output", x);
+  if (!c.classifier_head) return t;
+  Tensor pooled = Tensor::from_shape({batch, d});  // x.mean(dim=1)
+  for (size_t b = 0; b < batch; ++b)
+    for (size_t i = 0; i < d; ++i) {
+      float sum = 0.0f;
+      for (size_t s = 0; s < seq; ++s) sum = sum + x(b, s, i);
+      pooled(b, i) = sum / float(seq);
+    }
+  t.record("pooled", pooled);
+  t.record("logits", linear(pooled, model.fc.weight, &model.fc.bias));
+  return t;
+}
+
+}  // namespace attn

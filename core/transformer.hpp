@@ -1,0 +1,87 @@
+// The second tutorial's Transformer (../shared/seeds/003_*.txt): MultiHeadAttention, FeedForward,
+// post-/pre-norm encoder layers, the encoder with its final LayerNorm, and TransformerClassifier
+// (embedding × √d_model → positional encoding → encoder → mean pooling → fc). Layers can also be
+// PyTorch's own nn.TransformerEncoderLayer (packed in_proj, query scaled before QKᵀ).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/attention.hpp"
+#include "core/json.hpp"
+#include "core/rng.hpp"
+#include "core/safetensors.hpp"
+#include "core/trace.hpp"
+
+namespace attn {
+
+enum class Activation { relu, gelu };
+enum class LayerStyle { tutorial, torch };  // the tutorial's modules, or nn.TransformerEncoderLayer
+
+struct TransformerConfig {
+  size_t vocab_size = 0;
+  size_t d_model = 128, num_heads = 8, num_layers = 4;
+  size_t d_ff = 0;  // 0 = 4 · d_model, as the tutorial
+  size_t max_len = 512, num_classes = 5;
+  double dropout = 0.1;
+  bool norm_first = false;  // pre-norm instead of the tutorial's post-norm
+  Activation activation = Activation::relu;
+  LayerStyle layer_style = LayerStyle::tutorial;
+  bool final_norm = true;       // TransformerEncoder's closing LayerNorm
+  bool classifier_head = true;  // mean pooling + fc; false = just the encoder
+
+  size_t ff_width() const { return d_ff ? d_ff : 4 * d_model; }
+  size_t head_dim() const { return d_model / num_heads; }
+};
+
+// Throws InputError for sizes PyTorch would refuse or that do not fit in memory.
+void validate(const TransformerConfig& config);
+TransformerConfig config_from_json(const Json& json);  // the keys of Json below; unknown keys refused
+Json config_to_json(const TransformerConfig& config);
+Activation parse_activation(const std::string& text);
+
+struct Linear {
+  Tensor weight, bias;  // [out, in], [out]
+};
+struct LayerNorm {
+  Tensor weight, bias;
+};
+struct EncoderLayer {
+  Linear query, key, value, output, linear1, linear2;
+  LayerNorm norm1, norm2;
+};
+struct TransformerModel {
+  TransformerConfig config;
+  Tensor embedding;            // [vocab, d]
+  Tensor positional_encoding;  // [1, max_len, d]: PositionalEncoding's buffer `pe` (state_dict only)
+  std::vector<EncoderLayer> layers;
+  LayerNorm final_norm;  // when config.final_norm
+  Linear fc;             // when config.classifier_head
+};
+
+// TransformerClassifier(...) after torch.manual_seed(seed): every parameter drawn in PyTorch's order
+// (module construction, then _init_weights' xavier_uniform_ on every parameter of 2+ dimensions).
+// Only the tutorial layer style is built this way.
+TransformerModel init_transformer(const TransformerConfig& config, TorchGenerator& gen);
+// The PyTorch state_dict: names, shapes and order as the modules register them.
+std::vector<NamedTensor> state_dict(const TransformerModel& model);
+// Strict load_state_dict: missing, unexpected and wrongly shaped tensors are one InputError listing them.
+TransformerModel load_transformer(const TransformerConfig& config, const std::vector<NamedTensor>& tensors);
+size_t parameter_count(const TransformerModel& model);
+
+// --- the modules' forward passes; each records its stages under `prefix` when trace is non-null ---
+Tensor layer_norm(const Tensor& x, const LayerNorm& norm, float eps = 1e-5f);
+// MultiHeadAttention(q_in, kv_in, kv_in, mask): mask [B, Sq, Sk] or null; weights [B, H, Sq, Sk].
+Tensor multi_head_attention(const EncoderLayer& layer, const TransformerConfig& config, const Tensor& q_in,
+                            const Tensor& kv_in, const MaskTensor* mask, Trace* trace, const std::string& prefix);
+Tensor feed_forward(const EncoderLayer& layer, const TransformerConfig& config, const Tensor& x,
+                    TorchGenerator* dropout, Trace* trace, const std::string& prefix);
+// The encoder stack on x [B, S, d]; `dropout` non-null = training mode, drawing from it.
+Tensor encoder_forward(const TransformerModel& model, Tensor x, const MaskTensor* mask, TorchGenerator* dropout,
+                       Trace* trace);
+// The classifier on token ids [B, S]: token_ids, embedding, positional_encoding, embedded,
+// layers.{i}.…, encoder_output, pooled, logits.
+Trace classify(const TransformerModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
+               MaskKind mask, TorchGenerator* dropout);
+
+}  // namespace attn

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Builds and runs every test: native (Release), native under AddressSanitizer + UBSan, and the
+# WebAssembly build under node. Installs what is missing first (scripts/deps.sh).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+"$root/scripts/deps.sh"
+export NODE_PATH=/usr/share/nodejs  # Debian's Emscripten needs it on every call
+jobs=$(nproc)
+
+passed=0 failed=0
+run_suite() {  # name, build dir, cmake args...
+  local name=$1 dir=$2; shift 2
+  echo "== $name: configure and build ($dir)"
+  cmake -S . -B "$dir" "$@" > "$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; return 1; }
+  cmake --build "$dir" -j "$jobs"
+  echo "== $name: test"
+  local log="$dir/ctest.log"
+  if ctest --test-dir "$dir" -j "$jobs" --output-on-failure 2>&1 | tee "$log"; then :; fi
+  local line total fails
+  line=$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -n 1)
+  total=$(sed -E 's/.*out of ([0-9]+).*/\1/' <<<"$line")
+  fails=$(sed -E 's/.*passed, ([0-9]+) tests failed.*/\1/' <<<"$line")
+  [ -n "$total" ] || { echo "$name: ctest did not run"; failed=$((failed + 1)); return; }
+  passed=$((passed + total - fails)); failed=$((failed + fails))
+}
+
+mkdir -p build build-asan build-web
+run_suite native build -DCMAKE_BUILD_TYPE=Release
+run_suite sanitizers build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTN_SANITIZE=ON
+run_suite webassembly build-web -DCMAKE_TOOLCHAIN_FILE=emscripten.cmake -DCMAKE_BUILD_TYPE=Release
+
+echo "total: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
