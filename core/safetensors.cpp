@@ -100,7 +100,7 @@ json parse_header(const std::string& path, const std::string& text) {
     if (event != json::parse_event_t::key) return true;
     const auto& key = parsed.get_ref<const std::string&>();
     if (open_objects.size() == 1) top_key = key;
-    if (false && !open_objects.back().insert(key).second)
+    if (!open_objects.back().insert(key).second)
       fail(path, open_objects.size() == 1 ? "duplicate tensor name '" + key + "'"
                                           : entry(top_key) + "duplicate key '" + key + "'");
     return true;

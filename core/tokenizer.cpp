@@ -4,11 +4,20 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.hpp"
 
 namespace attn {
 
 Vocab::Vocab() { add(pad_token); }
+
+Vocab::Vocab(std::vector<std::string> tokens) {
+  for (auto& t : tokens) {
+    if (contains(t)) throw InputError("token '" + t + "' appears twice in the vocabulary");
+    add(t);
+  }
+}
 
 int64_t Vocab::add(const std::string& token) {
   auto [it, inserted] = ids_.emplace(token, static_cast<int64_t>(tokens_.size()));
@@ -73,7 +82,7 @@ std::vector<std::string> split_words(const std::string& sentence) {
   return words;
 }
 
-TokenBatch tokenize_batch(const std::vector<std::string>& sentences, Vocab& vocab) {
+TokenBatch tokenize_batch(const std::vector<std::string>& sentences, Vocab& vocab, bool grow) {
   if (sentences.empty()) throw InputError("no sentences given");
   TokenBatch batch;
   for (size_t i = 0; i < sentences.size(); ++i) {
@@ -89,8 +98,19 @@ TokenBatch tokenize_batch(const std::vector<std::string>& sentences, Vocab& voca
   }
   batch.batch = batch.tokens.size();
   batch.ids.reserve(batch.batch * batch.seq);
-  for (auto& words : batch.tokens) {
-    for (const auto& w : words) batch.ids.push_back(vocab.add(w));
+  for (size_t i = 0; i < batch.tokens.size(); ++i) {
+    auto& words = batch.tokens[i];
+    for (auto& w : words) {
+      if (grow || vocab.contains(w)) {
+        batch.ids.push_back(vocab.add(w));
+      } else if (vocab.contains(unknown_token)) {
+        batch.ids.push_back(vocab.id(unknown_token));
+        w = unknown_token;
+      } else {
+        throw InputError("sentence " + std::to_string(i + 1) + ": unknown token '" + w +
+                         "' (the vocabulary has no [UNK])");
+      }
+    }
     batch.ids.resize(batch.ids.size() + batch.seq - words.size(), 0);
     words.resize(batch.seq, pad_token);
   }
@@ -113,6 +133,35 @@ std::vector<std::string> read_sentences_file(const std::string& path) {
   if (in.bad()) throw InputError("error while reading '" + path + "'");
   if (sentences.empty()) throw InputError("sentences file '" + path + "' has no sentences");
   return sentences;
+}
+
+}  // namespace attn
+
+namespace attn {
+
+Vocab read_vocab_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError("cannot read vocabulary file '" + path + "'");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError("vocabulary file '" + path + "' is not valid JSON: " + e.what());
+  }
+  if (!j.is_object() || j.empty())
+    throw InputError("vocabulary file '" + path + "' must be a non-empty JSON object {\"token\": id}");
+  std::vector<std::string> tokens(j.size());
+  std::vector<bool> seen(j.size(), false);
+  for (const auto& [token, id] : j.items()) {
+    if (!id.is_number_unsigned() || id.get<uint64_t>() >= j.size() || seen[id.get<size_t>()])
+      throw InputError("vocabulary file '" + path + "': id of '" + token + "' must be a distinct integer in [0, " +
+                       std::to_string(j.size()) + ")");
+    seen[id.get<size_t>()] = true;
+    tokens[id.get<size_t>()] = token;
+  }
+  if (j.contains(pad_token) && j[pad_token] != 0)
+    throw InputError("vocabulary file '" + path + "': [PAD] must have id 0");
+  return Vocab(std::move(tokens));
 }
 
 }  // namespace attn

@@ -13,6 +13,9 @@ inline constexpr const char* pad_token = "[PAD]";
 class Vocab {
  public:
   Vocab();  // holds [PAD] = 0
+  // From tokens listed by id (tokens[0] is id 0); throws InputError for duplicates.
+  explicit Vocab(std::vector<std::string> tokens);
+  bool contains(const std::string& token) const { return ids_.count(token) != 0; }
   // Adds the token if new; returns its id.
   int64_t add(const std::string& token);
   int64_t id(const std::string& token) const;  // throws InputError for an unknown token
@@ -35,9 +38,15 @@ struct TokenBatch {
   size_t batch = 0, seq = 0;
 };
 
-// Tokenizes every sentence, grows `vocab` with new words, pads to the longest sentence.
+inline constexpr const char* unknown_token = "[UNK]";
+
+// Tokenizes every sentence and pads to the longest one. With `grow`, new words join `vocab`;
+// otherwise an unknown word becomes [UNK] if the vocabulary has it, else an InputError names it.
 // Throws InputError for an empty list, an empty sentence or invalid UTF-8 (naming the sentence).
-TokenBatch tokenize_batch(const std::vector<std::string>& sentences, Vocab& vocab);
+TokenBatch tokenize_batch(const std::vector<std::string>& sentences, Vocab& vocab, bool grow = true);
+
+// Reads a vocabulary JSON file {"token": id, ...}: ids must be 0..n-1, each once, [PAD] (if present) 0.
+Vocab read_vocab_file(const std::string& path);
 
 // Reads one sentence per line (UTF-8, optional BOM, LF or CRLF). Throws InputError naming the line
 // of a problem (unreadable file, invalid UTF-8, blank line).

@@ -34,3 +34,33 @@ attn_cli_case(sentences_file_korean 0 "'고양이가', '잔다'"
 attn_cli_case(json_contract 0 "^\\{\"config\":\\{\"seed\":0,.*\"stages\":\\[\\{\"name\":\"token_ids\",\"shape\":\\[4,4\\],\"data\":\\[1,2,3,4,"
               tutorial --json)
 
+
+# attn encode
+set(enc encode --d-model 16 --num-heads 2 --num-layers 1 --num-classes 3)
+attn_cli_case(encode_help 0 "--save-weights" encode --help)
+attn_cli_case(encode_default 0 "TransformerClassifier: 4 layers, d_model 128, 8 heads.*mode: evaluation" encode)
+attn_cli_case(encode_json 0 "^\\{\"config\":\\{\"vocab_size\":9,.*\"mode\":\"eval\".*\"name\":\"layers.0.self_attn.attention_weights\",\"shape\":\\[4,2,4,4\\].*\"name\":\"logits\",\"shape\":\\[4,3\\]" ${enc} --json)
+attn_cli_case(encode_train 0 "mode: training \\(dropout 0.1" ${enc} --train)
+attn_cli_case(encode_seed_and_weights 2 "excludes" ${enc} --seed 1 --weights x.safetensors)
+attn_cli_case(encode_heads 2 "num_heads \\(3\\) must divide d_model \\(16\\)" encode --d-model 16 --num-heads 3)
+attn_cli_case(encode_weights_missing 2 "cannot|No such file|not found|open" ${enc} --weights /nonexistent.safetensors)
+attn_cli_case(encode_weights_mismatch 2 "weights do not match the model; missing: embedding.weight"
+              ${enc} --weights "${CMAKE_CURRENT_SOURCE_DIR}/fixtures/safetensors/encoder_f32.safetensors")
+attn_cli_case(encode_vocab_unknown 2 "unknown token 'zebra' \\(the vocabulary has no \\[UNK\\]\\)"
+              ${enc} --vocab "${CMAKE_CURRENT_SOURCE_DIR}/data/vocab.json" --sentence "hello zebra")
+attn_cli_case(encode_vocab_unk 0 "'hello', '\\[UNK\\]'"
+              ${enc} --vocab "${CMAKE_CURRENT_SOURCE_DIR}/data/vocab_unk.json" --sentence "hello zebra")
+attn_cli_case(encode_ids_bad 2 "--ids \\(sequence 2\\) expects an integer" ${enc} --ids "1 2" --ids "3 x")
+attn_cli_case(encode_ids_out_of_vocab 2 "token id 100 is outside the embedding table \\(8 rows\\)"
+              ${enc} --vocab-size 8 --ids "1 100")
+attn_cli_case(encode_config_missing 2 "cannot read config file" encode --config /nonexistent.json)
+attn_cli_case(encode_config_bad_json 2 "is not valid JSON" encode --config "${CMAKE_CURRENT_SOURCE_DIR}/data/korean.txt")
+attn_cli_case(encode_config_unknown_key 2 "unknown config key 'heads'" encode --config "${CMAKE_CURRENT_SOURCE_DIR}/data/bad_config.json")
+attn_cli_case(encode_dropout 2 "--dropout expects a number in \\[0, 1\\)" ${enc} --dropout 1.5)
+attn_cli_case(encode_save_unwritable 2 "/nonexistent-dir/w.safetensors" ${enc} --save-weights /nonexistent-dir/w.safetensors)
+attn_cli_case(encode_too_long 2 "more than max_len 2" ${enc} --max-len 2)
+attn_cli_case(encode_huge 2 "memory" encode --vocab-size 1000000000 --d-model 65536)
+
+# Weights cross between attn and PyTorch in both directions, with the same logits.
+add_test(NAME cli.encode_torch_roundtrip
+         COMMAND /usr/bin/python3 "${CMAKE_CURRENT_SOURCE_DIR}/torch_roundtrip.py" $<TARGET_FILE:attn>)

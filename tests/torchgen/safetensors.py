@@ -92,7 +92,9 @@ def _arrays():
     weight = state_dict()["self_attn.in_proj_weight"].numpy()
     rng = np.random.default_rng(0)
     return {"weight_f4.npy": weight, "vector_f4.npy": weight[0].copy(), "scalar_f4.npy": np.array(weight[0, 0]),
-            "empty_f4.npy": np.zeros((0, 3), "<f4"), "values_f8.npy": rng.standard_normal((3, 4)),
+            "empty_f4.npy": np.zeros((0, 3), "<f4"),
+            # 14 axes: the header ends on a 64-byte boundary, where numpy pads a whole 64 bytes.
+            "padded_f4.npy": np.arange(200, dtype="<f4").reshape((2,) + (1,) * 12 + (100,)), "values_f8.npy": rng.standard_normal((3, 4)),
             "ties_f8.npy": np.array([1 + 2**-24, 1 + 3 * 2**-24, 2**-150, 1e300, -0.0])}
 
 
