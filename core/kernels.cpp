@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 #include <xsimd/xsimd.hpp>
 
@@ -13,6 +14,10 @@ namespace attn {
 namespace {
 
 using batch = xsimd::batch<float>;
+#if defined(__EMSCRIPTEN__)
+// The web build must run on real WebAssembly SIMD128, not a scalar fallback.
+static_assert(std::is_same<batch::arch_type, xsimd::wasm>::value, "build with -msimd128 and xsimd >= 13");
+#endif
 constexpr size_t lanes = batch::size;
 
 // Applies `op(batch) -> batch` to x[0..n) in place; the tail goes through a padded buffer so
