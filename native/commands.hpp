@@ -14,14 +14,22 @@ struct TutorialOptions {
 };
 void add_tutorial_command(CLI::App& app, TutorialOptions& o);
 
-struct EncodeOptions {
-  std::string config_file, seed, weights, vocab, mask = "padding", save_weights, save_npy;
-  std::vector<std::string> ids;
-  SentenceOptions sentences;
+// The model options `attn encode` and `attn batch` share.
+struct ModelOptions {
+  std::string config_file, seed, weights, vocab, mask = "padding";
   // Model sizes as flags (override --config); empty = not given.
   std::string vocab_size, d_model, num_heads, num_layers, d_ff, max_len, num_classes, dropout, activation,
       pooling, layer_style;
-  bool norm_first = false, post_norm = false, encoder_only = false, train = false, json = false;
+  bool norm_first = false, post_norm = false, encoder_only = false, train = false;
+};
+void add_model_options(CLI::App& cmd, ModelOptions& o);
+
+struct EncodeOptions {
+  ModelOptions model;
+  std::string save_weights, save_npy;
+  std::vector<std::string> ids;
+  SentenceOptions sentences;
+  bool json = false;
 };
 void add_encode_command(CLI::App& app, EncodeOptions& o);
 

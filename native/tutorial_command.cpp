@@ -1,6 +1,7 @@
 #include "core/error.hpp"
 #include "core/tutorial.hpp"
 #include "core/walkthrough.hpp"
+#include "core/walkthrough2.hpp"
 #include "native/commands.hpp"
 
 namespace attn::cli {
@@ -16,8 +17,19 @@ TutorialConfig tutorial_config(const TutorialOptions& o) {
   return c;
 }
 
-void run(const TutorialOptions& o) {
-  if (o.part != "1") throw InputError("--part expects 1 (the first tutorial), got '" + o.part + "'");
+// The second tutorial's script fixes its own sizes and inputs: only --seed (and --json) apply.
+void run_part2(const TutorialOptions& o, const CLI::App& cmd) {
+  for (const char* flag : {"--d-model", "--max-len", "--sentence", "--sentences-file", "--mask"})
+    if (cmd.count(flag) > 0)
+      throw InputError(std::string(flag) + " applies to the first tutorial only; --part 2 runs the second "
+                                           "tutorial's script as written (only --seed and --json apply)");
+  const uint64_t seed = parse_seed(o.seed);
+  print(o.json ? tutorial2_json(seed).dump() + "\n" : tutorial2_walkthrough(seed));
+}
+
+void run(const TutorialOptions& o, const CLI::App& cmd) {
+  if (o.part == "2") return run_part2(o, cmd);
+  if (o.part != "1") throw InputError("--part expects 1 or 2 (the first or second tutorial), got '" + o.part + "'");
   const TutorialRun result = run_tutorial(tutorial_config(o));
   print(o.json ? tutorial_json(result).dump() + "\n" : tutorial_walkthrough(result));
 }
@@ -25,16 +37,18 @@ void run(const TutorialOptions& o) {
 }  // namespace
 
 void add_tutorial_command(CLI::App& app, TutorialOptions& o) {
-  auto* cmd = app.add_subcommand("tutorial", "Walk through the first tutorial's attention, stage by stage, "
-                                             "with the numbers PyTorch prints");
+  auto* cmd = app.add_subcommand("tutorial", "Walk through a tutorial's attention, stage by stage, with the "
+                                             "numbers PyTorch prints");
   cmd->add_option("--seed", o.seed, "torch.manual_seed value, in [-2^63, 2^64)")->capture_default_str();
-  cmd->add_option("--d-model", o.d_model, "model width (even; d_k = d_v = d_model)")->capture_default_str();
-  cmd->add_option("--max-len", o.max_len, "rows of the positional-encoding table")->capture_default_str();
-  add_sentence_options(*cmd, o.sentences, "default: the tutorial's four");
-  cmd->add_option("--mask", o.mask, "none | padding | causal | padding+causal")->capture_default_str();
-  cmd->add_option("--part", o.part, "which tutorial")->capture_default_str();
+  cmd->add_option("--d-model", o.d_model, "model width (even; d_k = d_v = d_model; part 1)")->capture_default_str();
+  cmd->add_option("--max-len", o.max_len, "rows of the positional-encoding table (part 1)")->capture_default_str();
+  add_sentence_options(*cmd, o.sentences, "default: the tutorial's four (part 1)");
+  cmd->add_option("--mask", o.mask, "none | padding | causal | padding+causal (part 1)")->capture_default_str();
+  cmd->add_option("--part", o.part, "1: the first tutorial (attention on sentences); 2: the second "
+                                    "(multi-head attention, encoder, classifier, nn.TransformerEncoder)")
+      ->capture_default_str();
   cmd->add_flag("--json", o.json, "print the trace as one JSON document instead of the walkthrough");
-  cmd->callback([&o] { run(o); });
+  cmd->callback([&o, cmd] { run(o, *cmd); });
 }
 
 }  // namespace attn::cli

@@ -1,0 +1,88 @@
+#include "native/model_options.hpp"
+
+#include <cstdlib>
+#include <fstream>
+
+#include "core/error.hpp"
+
+namespace attn::cli {
+namespace {
+
+Json read_json_file(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError("cannot read " + what + " '" + path + "'");
+  try {
+    return Json::parse(in);
+  } catch (const Json::exception& e) {
+    throw InputError(what + " '" + path + "' is not valid JSON: " + e.what());
+  }
+}
+
+double parse_probability(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !(v >= 0.0 && v < 1.0))
+    throw InputError(flag + " expects a number in [0, 1), got '" + text + "'");
+  return v;
+}
+
+}  // namespace
+
+// --config, then the size flags on top of it.
+TransformerConfig model_config(const ModelOptions& o) {
+  Json j = o.config_file.empty() ? Json::object() : read_json_file(o.config_file, "config file");
+  if (!j.is_object()) throw InputError("config file '" + o.config_file + "' must hold a JSON object");
+  const std::pair<const char*, const std::string*> sizes[] = {
+      {"vocab_size", &o.vocab_size}, {"d_model", &o.d_model},   {"num_heads", &o.num_heads},
+      {"num_layers", &o.num_layers}, {"d_ff", &o.d_ff},         {"max_len", &o.max_len},
+      {"num_classes", &o.num_classes}};
+  for (const auto& [key, text] : sizes)
+    if (!text->empty()) j[key] = parse_size(std::string("--") + key, *text, 0);
+  if (!o.dropout.empty()) j["dropout"] = parse_probability("--dropout", o.dropout);
+  if (!o.activation.empty()) j["activation"] = o.activation;
+  if (!o.pooling.empty()) j["pooling"] = o.pooling;
+  if (!o.layer_style.empty()) j["layer_style"] = o.layer_style;
+  if (o.norm_first) j["norm_first"] = true;
+  if (o.post_norm) j["norm_first"] = false;
+  if (o.encoder_only) j["classifier_head"] = false;
+  return config_from_json(j);
+}
+
+std::optional<Vocab> model_vocab(const ModelOptions& o) {
+  if (o.vocab.empty()) return std::nullopt;
+  return read_vocab_file(o.vocab);
+}
+
+TransformerModel build_model(const ModelOptions& o, TransformerConfig config, size_t needed, TorchGenerator& gen) {
+  if (config.vocab_size == 0) config.vocab_size = needed;  // not configured: as many as the inputs need
+  if (!o.weights.empty()) return load_transformer(config, read_safetensors(o.weights));
+  return init_transformer(config, gen);
+}
+
+void add_model_options(CLI::App& app, ModelOptions& o) {
+  CLI::App* cmd = &app;
+  cmd->add_option("--config", o.config_file, "model config JSON: vocab_size, d_model, num_heads, num_layers, d_ff, "
+                                             "max_len, num_classes, dropout, norm_first, activation, pooling, "
+                                             "layer_style, final_norm, classifier_head");
+  auto* seed = cmd->add_option("--seed", o.seed, "initialise as PyTorch does after torch.manual_seed(N) (default 0)");
+  cmd->add_option("--weights", o.weights, "load a PyTorch state_dict saved as safetensors")->excludes(seed);
+  cmd->add_option("--vocab", o.vocab, "vocabulary JSON {token: id}; default: built from the sentences");
+  cmd->add_option("--mask", o.mask, "none | padding | causal | padding+causal")->capture_default_str();
+  cmd->add_option("--vocab-size", o.vocab_size, "embedding rows (default: what the input needs)");
+  cmd->add_option("--d-model", o.d_model, "model width (default 128)");
+  cmd->add_option("--num-heads", o.num_heads, "attention heads; must divide d_model (default 8)");
+  cmd->add_option("--num-layers", o.num_layers, "encoder layers (default 4)");
+  cmd->add_option("--d-ff", o.d_ff, "feed-forward width (default 4 x d_model)");
+  cmd->add_option("--max-len", o.max_len, "positional-encoding rows (default 512)");
+  cmd->add_option("--num-classes", o.num_classes, "classifier outputs (default 5)");
+  cmd->add_option("--dropout", o.dropout, "dropout probability (default 0.1; used with --train)");
+  cmd->add_option("--activation", o.activation, "relu | gelu (default relu)");
+  cmd->add_option("--pooling", o.pooling, "mean (the tutorial's x.mean(dim=1))");
+  cmd->add_option("--layer-style", o.layer_style, "tutorial | torch (nn.TransformerEncoderLayer weights)");
+  auto* pre = cmd->add_flag("--norm-first", o.norm_first, "pre-norm layers");
+  cmd->add_flag("--post-norm", o.post_norm, "post-norm layers (the tutorial's; default)")->excludes(pre);
+  cmd->add_flag("--encoder-only", o.encoder_only, "no pooling and fc: stop at the encoder output");
+  cmd->add_flag("--train", o.train, "training mode: dropout draws from the generator, as PyTorch's train()");
+}
+
+}  // namespace attn::cli
