@@ -39,7 +39,8 @@ std::string header_bytes(const std::string& path, const Shape& shape) {
   if (!shape.empty()) dict.append(21 - std::to_string(shape[0]).size(), ' ');
   const size_t prefix = magic_size + 2 + 2, padding = array_align - (prefix + dict.size() + 1) % array_align;
   const size_t length = dict.size() + padding + 1;
-  if (length > UINT16_MAX) fail(path, "cannot write: " + std::to_string(shape.size()) + " dimensions do not fit format 1.0");
+  if (length > UINT16_MAX)
+    fail(path, "cannot write: " + std::to_string(shape.size()) + " dimensions do not fit format 1.0");
   const char version_and_length[] = {1, 0, char(length & 0xFF), char(length >> 8)};
   return magic + std::string(version_and_length, 4) + dict + std::string(padding, ' ') + "\n";
 }
@@ -123,7 +124,8 @@ class HeaderParser {
     const size_t start = pos_;
     size_t value = 0;
     for (; pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_])); ++pos_)
-      if (__builtin_mul_overflow(value, 10, &value) || __builtin_add_overflow(value, size_t(text_[pos_] - '0'), &value))
+      if (__builtin_mul_overflow(value, 10, &value) ||
+          __builtin_add_overflow(value, size_t(text_[pos_] - '0'), &value))
         error("dimension too large");
     if (pos_ == start) error("expected a non-negative integer");
     return value;
@@ -184,7 +186,8 @@ void write_npy(const std::string& path, const Tensor& t) {
   const std::string header = header_bytes(path, Shape(t.shape().begin(), t.shape().end()));
   write_file_atomically(path, [&](std::ostream& out) {
     out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    out.write(reinterpret_cast<const char*>(t.data()), static_cast<std::streamsize>(t.size() * sizeof(float)));
+    out.write(reinterpret_cast<const char*>(t.data()),
+              static_cast<std::streamsize>(t.size() * sizeof(float)));
   });
 }
 
@@ -196,11 +199,13 @@ Tensor read_npy(const std::string& path) {
   if (item_size == 0) fail(path, "dtype '" + header.descr + "' is not supported (only '<f4' and '<f8')");
   size_t needed = item_size;
   for (size_t dim : header.shape)
-    if (__builtin_mul_overflow(needed, dim, &needed)) fail(path, "shape " + shape_repr(header.shape) + " is too large");
+    if (__builtin_mul_overflow(needed, dim, &needed))
+      fail(path, "shape " + shape_repr(header.shape) + " is too large");
   const size_t present = bytes.size() - data_start;
   if (present != needed)
-    fail(path, "shape " + shape_repr(header.shape) + " needs " + std::to_string(needed) + " bytes of data, the file has " +
-                   std::to_string(present) + (present < needed ? " (truncated)" : " (trailing bytes)"));
+    fail(path, "shape " + shape_repr(header.shape) + " needs " + std::to_string(needed) +
+                   " bytes of data, the file has " + std::to_string(present) +
+                   (present < needed ? " (truncated)" : " (trailing bytes)"));
   Tensor t = Tensor::from_shape(header.shape);
   if (item_size == 4)
     copy_as_float<float>(bytes.data() + data_start, t);

@@ -5,6 +5,8 @@
 // operation may be contracted. Plain scalar C++17, so native x86-64 and WebAssembly agree.
 #include "core/rng.hpp"
 
+#include "core/bits.hpp"
+
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -20,18 +22,8 @@ void require(bool ok, const char* message) {
 }
 
 // Constants of avx_mathfun.h are given by their float32 bit patterns (spec §3.1), so no
-// decimal-to-float conversion can move them. memcpy of a constant folds away at -O1 and above.
-float f32(uint32_t bits) {
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-uint32_t bits_of(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, sizeof b);
-  return b;
-}
+// decimal-to-float conversion can move them.
+float f32(uint32_t bits) { return float_from_bits(bits); }
 
 constexpr uint32_t kLogP[9] = {0x3D9021BB, 0xBDEBD1B8, 0x3DEF251A, 0xBDFE5D4F, 0x3E11E9BF,
                                0xBE2AAE50, 0x3E4CCEAC, 0xBE7FFFFC, 0x3EAAAAAA};

@@ -54,7 +54,8 @@ float from_f16(uint16_t h) {
     return sign ? -magnitude : magnitude;
   }
   // inf and NaN; PyTorch converts through a float multiply, which quiets signalling NaNs.
-  if (exponent == 31) return float_from_bits(sign | 0x7F800000u | (mantissa << 13) | (mantissa ? 0x400000u : 0));
+  if (exponent == 31)
+    return float_from_bits(sign | 0x7F800000u | (mantissa << 13) | (mantissa ? 0x400000u : 0));
   return float_from_bits(sign | ((exponent + 112) << 23) | (mantissa << 13));
 }
 
@@ -79,14 +80,14 @@ constexpr Dtype supported_dtypes[] = {{"F32", 4, decode<float, from_f32>},
                                       {"BF16", 2, decode<uint16_t, from_bf16>},
                                       {"F64", 8, decode<double, from_f64>}};
 // The format's other dtypes: integers, booleans and 8-bit floats, of no use to the engine's weights.
-constexpr const char* unsupported_dtypes[] = {"I64", "I32", "I16", "I8", "U64",     "U32",
+constexpr const char* unsupported_dtypes[] = {"I64", "I32", "I16",  "I8",      "U64",    "U32",
                                               "U16", "U8",  "BOOL", "F8_E5M2", "F8_E4M3"};
 
 // One tensor of the header, checked on its own (its neighbours are checked by check_layout).
 struct Entry {
   std::string name;
   const Dtype* dtype;
-  Shape shape;
+  std::vector<uint64_t> shape;  // not yet size_t, which has 32 bits in WebAssembly
   uint64_t begin, end;
 };
 
@@ -119,23 +120,18 @@ const Dtype& parse_dtype(const std::string& path, const std::string& name, const
     if (dtype == d.name) return d;
   for (const char* d : unsupported_dtypes)
     if (dtype == d)
-      fail(path, entry(name) + "dtype " + dtype + " is not supported for this engine (it reads F32, F16, BF16, F64)");
+      fail(path, entry(name) + "dtype " + dtype +
+                     " is not supported for this engine (it reads F32, F16, BF16, F64)");
   fail(path, entry(name) + "unknown dtype '" + dtype + "'");
 }
 
 // nlohmann parses integers in [0, 2^64) as unsigned and nothing else.
 bool is_count(const json& value) { return value.is_number_unsigned(); }
 
-Shape parse_shape(const std::string& path, const std::string& name, const json& value) {
+std::vector<uint64_t> parse_shape(const std::string& path, const std::string& name, const json& value) {
   if (!value.is_array() || !std::all_of(value.begin(), value.end(), is_count))
     fail(path, entry(name) + "shape must be a list of non-negative integers, not " + value.dump());
-  Shape shape;
-  for (const auto& dim : value) {
-    const auto size = dim.get<uint64_t>();
-    if (static_cast<size_t>(size) != size) fail(path, entry(name) + "dimension " + dim.dump() + " is too large for this platform");
-    shape.push_back(static_cast<size_t>(size));
-  }
-  return shape;
+  return value.get<std::vector<uint64_t>>();
 }
 
 Entry parse_entry(const std::string& path, const std::string& name, const json& value, uint64_t data_size) {
@@ -146,19 +142,22 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
   for (const auto& key : keys)
     if (!value.contains(key)) fail(path, entry(name) + "missing key '" + key + "'");
 
-  Entry e{name, &parse_dtype(path, name, value.at("dtype")), parse_shape(path, name, value.at("shape")), 0, 0};
+  const Dtype& dtype = parse_dtype(path, name, value.at("dtype"));
+  Entry e{name, &dtype, parse_shape(path, name, value.at("shape")), 0, 0};
   const json& offsets = value.at("data_offsets");
   if (!offsets.is_array() || offsets.size() != 2 || !is_count(offsets[0]) || !is_count(offsets[1]))
-    fail(path, entry(name) + "data_offsets must be two non-negative integers [begin, end], not " + offsets.dump());
+    fail(path,
+         entry(name) + "data_offsets must be two non-negative integers [begin, end], not " + offsets.dump());
   e.begin = offsets[0].get<uint64_t>(), e.end = offsets[1].get<uint64_t>();
   if (e.begin > e.end) fail(path, entry(name) + "data_offsets " + offsets.dump() + ": begin is past end");
   uint64_t bytes = e.dtype->size;
-  for (size_t dim : e.shape)
-    if (__builtin_mul_overflow(bytes, uint64_t(dim), &bytes))
-      fail(path, entry(name) + "shape " + value.at("shape").dump() + " is too large: its byte size overflows 64 bits");
+  for (uint64_t dim : e.shape)
+    if (__builtin_mul_overflow(bytes, dim, &bytes))
+      fail(path, entry(name) + "shape " + value.at("shape").dump() +
+                     " is too large: its byte size overflows 64 bits");
   if (bytes != e.end - e.begin)
-    fail(path, entry(name) + "byte size " + std::to_string(bytes) + " of shape " + value.at("shape").dump() + " " +
-                   e.dtype->name + " differs from data_offsets " + offsets.dump());
+    fail(path, entry(name) + "byte size " + std::to_string(bytes) + " of shape " + value.at("shape").dump() +
+                   " " + e.dtype->name + " differs from data_offsets " + offsets.dump());
   if (e.end > data_size)
     fail(path, entry(name) + "data_offsets " + offsets.dump() + " are out of bounds: the data buffer has " +
                    std::to_string(data_size) + " bytes");
@@ -166,41 +165,62 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
 }
 
 void check_metadata(const std::string& path, const json& value) {
-  if (!value.is_object() || !std::all_of(value.begin(), value.end(), [](const json& v) { return v.is_string(); }))
+  if (!value.is_object() ||
+      !std::all_of(value.begin(), value.end(), [](const json& v) { return v.is_string(); }))
     fail(path, std::string(metadata_key) + " must be an object of strings");
 }
 
 // Sorted by offset, the tensors must tile the data buffer: from byte 0, no overlaps, no holes, no
 // trailing bytes. Zero-byte tensors sort before a tensor at their offset; ties keep name order.
 void check_layout(const std::string& path, std::vector<Entry>& entries, uint64_t data_size) {
-  std::stable_sort(entries.begin(), entries.end(),
-                   [](const Entry& a, const Entry& b) { return std::tie(a.begin, a.end) < std::tie(b.begin, b.end); });
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return std::tie(a.begin, a.end) < std::tie(b.begin, b.end);
+  });
   uint64_t covered = 0;
   for (const auto& e : entries) {
-    const std::string offsets = "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "]";
+    const std::string offsets =
+        "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "]";
     if (e.begin < covered)
-      fail(path, entry(e.name) + offsets + " overlap the data before them, which ends at byte " + std::to_string(covered));
+      fail(path, entry(e.name) + offsets + " overlap the data before them, which ends at byte " +
+                     std::to_string(covered));
     if (e.begin > covered)
       fail(path, entry(e.name) + offsets + " leave a hole after byte " + std::to_string(covered) +
                      " (the tensors' data must be contiguous from byte 0)");
     covered = e.end;
   }
   if (covered != data_size)
-    fail(path, "trailing bytes: the data buffer is " + std::to_string(data_size) + " bytes, the tensors cover " +
-                   std::to_string(covered));
+    fail(path, "trailing bytes: the data buffer is " + std::to_string(data_size) +
+                   " bytes, the tensors cover " + std::to_string(covered));
+}
+
+// The shape as size_t. Only in WebAssembly and only next to a zero can a dimension that passed the
+// bounds and memory checks be past 32 bits.
+Shape platform_shape(const std::string& path, const Entry& e) {
+  Shape shape;
+  for (uint64_t dim : e.shape) {
+    if (static_cast<size_t>(dim) != dim)
+      fail(path, entry(e.name) + "dimension " + std::to_string(dim) + " is too large for this platform");
+    shape.push_back(static_cast<size_t>(dim));
+  }
+  return shape;
 }
 
 // Reads the tensors, which follow one another from `data_start` once check_layout has passed.
 std::vector<NamedTensor> read_data(const std::string& path, std::ifstream& in, uint64_t data_start,
                                    const std::vector<Entry>& entries) {
-  double elements = 0;
-  for (const auto& e : entries) elements += double(e.end - e.begin) / double(e.dtype->size);
-  check_fits_in_memory(4.0 * elements, "reading '" + path + "'");
+  // The float32 tensors plus the raw bytes of the largest one (which also keeps that below 4 GiB in
+  // WebAssembly, so its size_t below cannot wrap).
+  double floats = 0, largest_raw = 0;
+  for (const auto& e : entries) {
+    floats += 4.0 * double(e.end - e.begin) / double(e.dtype->size);
+    largest_raw = std::max(largest_raw, double(e.end - e.begin));
+  }
+  check_fits_in_memory(floats + largest_raw, "reading '" + path + "'");
   in.seekg(static_cast<std::streamoff>(data_start));
   std::vector<NamedTensor> tensors;
   std::vector<char> raw;
   for (const auto& e : entries) {
-    Tensor value = Tensor::from_shape(e.shape);
+    Tensor value = Tensor::from_shape(platform_shape(path, e));
     raw.resize(static_cast<size_t>(e.end - e.begin));
     if (!in.read(raw.data(), static_cast<std::streamsize>(raw.size())))
       fail(path, entry(e.name) + "could not read its data (was the file changed while reading?)");
@@ -217,9 +237,11 @@ uint64_t read_header_length(const std::string& path, std::ifstream& in, uint64_t
   if (!in) fail(path, "could not read the header length");
   if (length == 0) fail(path, "header length is 0");
   if (length > max_header_bytes)
-    fail(path, "header length " + std::to_string(length) + " exceeds the limit of " + std::to_string(max_header_bytes) + " bytes");
+    fail(path, "header length " + std::to_string(length) + " exceeds the limit of " +
+                   std::to_string(max_header_bytes) + " bytes");
   if (length > file_size - 8)
-    fail(path, "header length " + std::to_string(length) + " runs past the end of the file (" + std::to_string(file_size) + " bytes)");
+    fail(path, "header length " + std::to_string(length) + " runs past the end of the file (" +
+                   std::to_string(file_size) + " bytes)");
   return length;
 }
 
@@ -232,7 +254,8 @@ std::vector<NamedTensor> read_safetensors(const std::string& path) {
   in.seekg(0);
   const uint64_t header_length = read_header_length(path, in, file_size);
   std::string text(static_cast<size_t>(header_length), '\0');
-  if (!in.read(text.data(), static_cast<std::streamsize>(text.size()))) fail(path, "could not read the header");
+  if (!in.read(text.data(), static_cast<std::streamsize>(text.size())))
+    fail(path, "could not read the header");
   if (!is_valid_utf8(text)) fail(path, "header is not valid UTF-8");
   const json header = parse_header(path, text);
   if (!header.is_object()) fail(path, "header is not a JSON object");
@@ -251,7 +274,9 @@ std::vector<NamedTensor> read_safetensors(const std::string& path) {
 
 void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                        const std::map<std::string, std::string>& metadata) {
-  const auto refuse = [&](const std::string& why) { throw InputError("cannot write '" + path + "': " + why); };
+  const auto refuse = [&](const std::string& why) {
+    throw InputError("cannot write '" + path + "': " + why);
+  };
   json header = json::object();
   if (!metadata.empty()) header[metadata_key] = metadata;
   uint64_t offset = 0;
@@ -270,19 +295,22 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
   } catch (const json::type_error&) {
     refuse("tensor names and metadata must be valid UTF-8");
   }
-  text.resize((text.size() + 7) / 8 * 8, ' ');  // spaces are allowed after the JSON; the data starts 8-byte aligned
+  // Spaces are allowed after the JSON; with them the data starts 8-byte aligned.
+  text.resize((text.size() + 7) / 8 * 8, ' ');
   write_file_atomically(path, [&](std::ostream& out) {
     const uint64_t length = text.size();
     out.write(reinterpret_cast<const char*>(&length), sizeof length);
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
     for (const auto& t : tensors)
-      out.write(reinterpret_cast<const char*>(t.value.data()), static_cast<std::streamsize>(t.value.size() * sizeof(float)));
+      out.write(reinterpret_cast<const char*>(t.value.data()),
+                static_cast<std::streamsize>(t.value.size() * sizeof(float)));
   });
 }
 
 void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write) {
   // The pid keeps concurrent processes apart, the random number concurrent threads of one process.
-  const std::string temp = path + ".tmp-" + std::to_string(getpid()) + "-" + std::to_string(std::random_device{}());
+  const std::string temp =
+      path + ".tmp-" + std::to_string(getpid()) + "-" + std::to_string(std::random_device{}());
   bool written = false;
   errno = 0;
   try {

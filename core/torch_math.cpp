@@ -12,6 +12,8 @@
 // are scalar: they build the positional-encoding table, once.
 #include "core/torch_math.hpp"
 
+#include "core/bits.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -24,17 +26,6 @@ namespace {
 using Batch = xsimd::batch<float>;
 using IntBatch = xsimd::batch<int32_t>;
 
-float from_bits(uint32_t bits) {
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-uint32_t to_bits(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
-  return bits;
-}
 
 // ---- The vector primitives Sleef's kernels are written in, for float and for Batch ----
 
@@ -78,7 +69,7 @@ IntBatch small_int(const Batch& x) {
 }
 
 // vpow2i_vf_vi2: 2^q written straight into the exponent field; -126 <= q <= 127.
-float pow2i(int32_t q) { return from_bits(static_cast<uint32_t>(q + 0x7f) << 23); }
+float pow2i(int32_t q) { return float_from_bits(static_cast<uint32_t>(q + 0x7f) << 23); }
 
 Batch pow2i(const IntBatch& q) { return xsimd::bitwise_cast<float>((q + IntBatch(0x7f)) << 23); }
 
@@ -303,7 +294,7 @@ constexpr float kRempiTab[] = {
 };
 
 // vilogb2k_vi2_vf: the unbiased binary exponent of a normal float.
-int32_t exponent(float a) { return static_cast<int32_t>((to_bits(a) >> 23) & 0xff) - 0x7f; }
+int32_t exponent(float a) { return static_cast<int32_t>((bits_of(a) >> 23) & 0xff) - 0x7f; }
 
 // x = (an integer) + quarters / 4 + rest, with |quarters| <= 2 and |rest| <= 1/8.
 struct QuarterSplit {
@@ -325,7 +316,7 @@ struct Reduced {
 // rempif: Payne-Hanek reduction of a finite float by pi/2 with the table above.
 Reduced rempif(float a) {
   int32_t ex = exponent(a) - 25;
-  if (ex > 90 - 25) a = from_bits(to_bits(a) - (64u << 23));  // vldexp3_vf_vf_vi2(a, -64)
+  if (ex > 90 - 25) a = float_from_bits(bits_of(a) - (64u << 23));  // vldexp3_vf_vf_vi2(a, -64)
   const float* t = kRempiTab + 4 * std::max(ex, 0);
   DF x = df_mul(a, t[0]);
   QuarterSplit di = rempisubf(x.x);
@@ -408,7 +399,7 @@ float sin_kernel(DF t) {
 
 // For inf and NaN, Sleef ORs all ones into the reduced argument; the NaN that comes out has every
 // bit set, whatever the input.
-const float kSleefNaN = from_bits(0xffffffffu);
+const float kSleefNaN = float_from_bits(0xffffffffu);
 
 // xsinf_u1 for one lane; large_branch says whether its vector took rempif.
 float sleef_sinf_u1(float d, bool large_branch) {

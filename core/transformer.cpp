@@ -22,10 +22,12 @@ Activation parse_activation(const std::string& text) {
 
 namespace {
 
-size_t parameter_floats(const TransformerConfig& c) {
-  const size_t d = c.d_model, ff = c.ff_width();
-  const size_t per_layer = 4 * (d * d + d) + (ff * d + ff) + (d * ff + d) + 4 * d;
-  return c.vocab_size * d + c.num_layers * per_layer + 2 * d + (c.classifier_head ? c.num_classes * (d + 1) : 0);
+// In double: the products can exceed size_t where it is 32 bits (WebAssembly).
+double parameter_floats(const TransformerConfig& c) {
+  const double d = double(c.d_model), ff = double(c.ff_width());
+  const double per_layer = 4 * (d * d + d) + (ff * d + ff) + (d * ff + d) + 4 * d;
+  return double(c.vocab_size) * d + double(c.num_layers) * per_layer + 2 * d +
+         (c.classifier_head ? double(c.num_classes) * (d + 1) : 0.0);
 }
 
 void require(bool ok, const std::string& message) {
@@ -44,11 +46,7 @@ void validate(const TransformerConfig& c) {
   require(c.max_len >= 1, "max_len must be at least 1");
   require(!c.classifier_head || c.num_classes >= 1, "num_classes must be at least 1");
   require(c.dropout >= 0.0 && c.dropout < 1.0, "dropout must be in [0, 1), got " + std::to_string(c.dropout));
-  // Sizes past 2^40 floats overflow nothing below but cannot fit anyway; check before multiplying.
-  for (size_t v : {c.vocab_size, c.d_model, c.ff_width(), c.num_layers, c.num_classes, c.max_len})
-    require(v < (size_t(1) << 40), "a model size is absurdly large (" + std::to_string(v) + ")");
-  check_fits_in_memory(4.0 * double(parameter_floats(c)) + 4.0 * double(c.max_len) * double(c.d_model),
-                       "this model");
+  check_fits_in_memory(4.0 * parameter_floats(c) + 4.0 * double(c.max_len) * double(c.d_model), "this model");
 }
 
 TransformerConfig config_from_json(const Json& j) {
@@ -136,6 +134,15 @@ Tensor reshaped(Tensor t, const Shape& shape) {
 
 void xavier(TorchGenerator& g, Tensor& w) { xavier_uniform_(g, w.data(), w.shape(0), w.shape(1)); }
 
+Tensor rows(const Tensor& t, size_t begin, size_t count) {
+  Shape shape(t.shape().begin(), t.shape().end());
+  const size_t row = t.size() / shape[0];
+  shape[0] = count;
+  Tensor out = Tensor::from_shape(shape);
+  std::copy_n(t.data() + begin * row, count * row, out.data());
+  return out;
+}
+
 // A model without embedding and head is a bare nn.TransformerEncoder: its names have no "encoder.".
 bool bare_encoder(const TransformerConfig& c) { return c.vocab_size == 0 && !c.classifier_head; }
 
@@ -151,7 +158,56 @@ void visit_norm(const std::string& name, N& n, Visit&& visit) {
   visit(name + ".bias", n.bias);
 }
 
+// nn.MultiheadAttention's constructor: out_proj, an nn.Linear, draws its init before
+// _reset_parameters draws xavier_uniform_ for the packed [3d, d] in_proj weight and zeroes both biases.
+void init_torch_attention(EncoderLayer& l, size_t d, TorchGenerator& gen) {
+  l.output = make_linear(gen, d, d);
+  Tensor in_proj = Tensor::from_shape({3 * d, d});
+  xavier(gen, in_proj);
+  const Tensor zero = xt::zeros<float>({d});
+  l.query = {rows(in_proj, 0, d), zero};
+  l.key = {rows(in_proj, d, d), zero};
+  l.value = {rows(in_proj, 2 * d, d), zero};
+  l.output.bias = zero;
+}
+
 }  // namespace
+
+void init_attention(EncoderLayer& layer, size_t d_model, TorchGenerator& gen) {
+  layer.query = make_linear(gen, d_model, d_model);
+  layer.key = make_linear(gen, d_model, d_model);
+  layer.value = make_linear(gen, d_model, d_model);
+  layer.output = make_linear(gen, d_model, d_model);
+}
+
+void init_feed_forward(EncoderLayer& layer, size_t d_model, size_t d_ff, TorchGenerator& gen) {
+  layer.linear1 = make_linear(gen, d_ff, d_model);
+  layer.linear2 = make_linear(gen, d_model, d_ff);
+}
+
+EncoderLayer init_encoder_layer(const TransformerConfig& config, TorchGenerator& gen) {
+  const size_t d = config.d_model;
+  EncoderLayer l;
+  if (config.layer_style == LayerStyle::torch)
+    init_torch_attention(l, d, gen);
+  else
+    init_attention(l, d, gen);
+  init_feed_forward(l, d, config.ff_width(), gen);
+  l.norm1 = make_layer_norm(d);
+  l.norm2 = make_layer_norm(d);
+  return l;
+}
+
+TransformerModel init_encoder(const TransformerConfig& config, TorchGenerator& gen) {
+  validate(config);
+  if (!bare_encoder(config)) throw InputError("a bare encoder has no embedding and no classifier head");
+  TransformerModel m{config, {}, {}, {}, make_layer_norm(config.d_model), {}};
+  if (config.layer_style == LayerStyle::torch)
+    m.layers.assign(config.num_layers, init_encoder_layer(config, gen));
+  else
+    for (size_t i = 0; i < config.num_layers; ++i) m.layers.push_back(init_encoder_layer(config, gen));
+  return m;
+}
 
 TransformerModel init_transformer(const TransformerConfig& config, TorchGenerator& gen) {
   validate(config);
@@ -159,22 +215,11 @@ TransformerModel init_transformer(const TransformerConfig& config, TorchGenerato
     throw InputError("seeded initialisation builds the tutorial's modules; load nn.TransformerEncoderLayer "
                      "weights from a safetensors file instead");
   if (config.vocab_size == 0) throw InputError("vocab_size must be at least 1");
-  const size_t d = config.d_model, ff = config.ff_width();
+  const size_t d = config.d_model;
   TransformerModel m{config, Tensor::from_shape({config.vocab_size, d}), {}, {}, {}, {}};
   embedding_init(gen, m.embedding.data(), config.vocab_size, d, std::nullopt);
   m.positional_encoding = reshaped(positional_encoding_table(config.max_len, d), {1, config.max_len, d});
-  for (size_t i = 0; i < config.num_layers; ++i) {
-    EncoderLayer l;
-    l.query = make_linear(gen, d, d);
-    l.key = make_linear(gen, d, d);
-    l.value = make_linear(gen, d, d);
-    l.output = make_linear(gen, d, d);
-    l.linear1 = make_linear(gen, ff, d);
-    l.linear2 = make_linear(gen, d, ff);
-    l.norm1 = make_layer_norm(d);
-    l.norm2 = make_layer_norm(d);
-    m.layers.push_back(std::move(l));
-  }
+  for (size_t i = 0; i < config.num_layers; ++i) m.layers.push_back(init_encoder_layer(config, gen));
   m.final_norm = make_layer_norm(d);
   if (config.classifier_head) m.fc = make_linear(gen, config.num_classes, d);
   // TransformerClassifier._init_weights: xavier_uniform_ on every parameter with dim > 1, in order.
@@ -230,15 +275,6 @@ Tensor concat_rows(const std::vector<const Tensor*>& parts) {
   Tensor out = Tensor::from_shape(shape);
   float* dst = out.data();
   for (const Tensor* t : parts) dst = std::copy(t->begin(), t->end(), dst);
-  return out;
-}
-
-Tensor rows(const Tensor& t, size_t begin, size_t count) {
-  Shape shape(t.shape().begin(), t.shape().end());
-  const size_t row = t.size() / shape[0];
-  shape[0] = count;
-  Tensor out = Tensor::from_shape(shape);
-  std::copy_n(t.data() + begin * row, count * row, out.data());
   return out;
 }
 
@@ -399,8 +435,11 @@ Tensor layer_norm(const Tensor& x, const LayerNorm& norm, float eps) {
   return out;
 }
 
-Tensor multi_head_attention(const EncoderLayer& layer, const TransformerConfig& config, const Tensor& q_in,
-                            const Tensor& kv_in, const MaskTensor* mask, Trace* trace, const std::string& prefix) {
+namespace {
+
+// multi_head_attention, in training mode when `dropout_gen` is non-null.
+Tensor attend(const EncoderLayer& layer, const TransformerConfig& config, const Tensor& q_in, const Tensor& kv_in,
+              const MaskTensor* mask, TorchGenerator* dropout_gen, Trace* trace, const std::string& prefix) {
   const size_t B = q_in.shape(0), Sq = q_in.shape(1), Sk = kv_in.shape(1), H = config.num_heads;
   const size_t dk = config.head_dim();
   const Tensor q = split_heads(linear(q_in, layer.query.weight, &layer.query.bias), H);
@@ -418,6 +457,9 @@ Tensor multi_head_attention(const EncoderLayer& layer, const TransformerConfig& 
   AttentionOptions options;
   options.mask = mask ? &head_mask : nullptr;
   options.scale_query_first = config.layer_style == LayerStyle::torch;
+  // nn.MultiheadAttention drops attention weights; the tutorial's MultiHeadAttention never uses its dropout.
+  if (config.layer_style == LayerStyle::torch) options.dropout = dropout_gen;
+  options.dropout_p = config.dropout;
   AttentionSteps a = scaled_dot_product_attention(reshaped(q, {B * H, Sq, dk}), reshaped(k, {B * H, Sk, dk}),
                                                    reshaped(v, {B * H, Sk, dk}), options);
   record(trace, prefix + "scores", reshaped(std::move(a.scores), {B, H, Sq, Sk}));
@@ -427,6 +469,13 @@ Tensor multi_head_attention(const EncoderLayer& layer, const TransformerConfig& 
   Tensor out = linear(merged, layer.output.weight, &layer.output.bias);
   record(trace, prefix + "output", out);
   return out;
+}
+
+}  // namespace
+
+Tensor multi_head_attention(const EncoderLayer& layer, const TransformerConfig& config, const Tensor& q_in,
+                            const Tensor& kv_in, const MaskTensor* mask, Trace* trace, const std::string& prefix) {
+  return attend(layer, config, q_in, kv_in, mask, nullptr, trace, prefix);
 }
 
 Tensor feed_forward(const EncoderLayer& layer, const TransformerConfig& config, const Tensor& x,
@@ -448,7 +497,7 @@ Tensor encoder_forward(const TransformerModel& model, Tensor x, const MaskTensor
     if (c.norm_first) {
       const Tensor h = layer_norm(x, l.norm1);
       record(trace, p + "norm1", h);
-      Tensor a = multi_head_attention(l, c, h, h, mask, trace, p + "self_attn.");
+      Tensor a = attend(l, c, h, h, mask, dropout_gen, trace, p + "self_attn.");
       dropout(dropout_gen, a, c.dropout);
       x = add(x, a);
       const Tensor h2 = layer_norm(x, l.norm2);
@@ -457,7 +506,7 @@ Tensor encoder_forward(const TransformerModel& model, Tensor x, const MaskTensor
       dropout(dropout_gen, f, c.dropout);
       x = add(x, f);
     } else {
-      Tensor a = multi_head_attention(l, c, x, x, mask, trace, p + "self_attn.");
+      Tensor a = attend(l, c, x, x, mask, dropout_gen, trace, p + "self_attn.");
       dropout(dropout_gen, a, c.dropout);
       x = layer_norm(add(x, a), l.norm1);
       record(trace, p + "norm1", x);

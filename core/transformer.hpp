@@ -63,6 +63,18 @@ struct TransformerModel {
 // (module construction, then _init_weights' xavier_uniform_ on every parameter of 2+ dimensions).
 // Only the tutorial layer style is built this way.
 TransformerModel init_transformer(const TransformerConfig& config, TorchGenerator& gen);
+// The modules' constructors one by one, each drawing from `gen` what PyTorch's draws, in its order.
+// MultiHeadAttention(d_model, h): W_Q, W_K, W_V, W_O into `layer` (its other members untouched).
+void init_attention(EncoderLayer& layer, size_t d_model, TorchGenerator& gen);
+// FeedForward(d_model, d_ff): linear1, linear2 into `layer`.
+void init_feed_forward(EncoderLayer& layer, size_t d_model, size_t d_ff, TorchGenerator& gen);
+// One layer of config's style: the tutorial's TransformerEncoderLayer, or nn.TransformerEncoderLayer
+// (out_proj's nn.Linear init, then _reset_parameters: xavier_uniform_ on the packed in_proj weight and
+// zero in_proj_bias and out_proj.bias; then linear1, linear2).
+EncoderLayer init_encoder_layer(const TransformerConfig& config, TorchGenerator& gen);
+// A bare encoder (vocab_size 0, no classifier head). The tutorial's TransformerEncoder constructs its
+// layers one after another; nn.TransformerEncoder(layer, n) deep-copies one layer, so all start equal.
+TransformerModel init_encoder(const TransformerConfig& config, TorchGenerator& gen);
 // The PyTorch state_dict: names, shapes and order as the modules register them.
 std::vector<NamedTensor> state_dict(const TransformerModel& model);
 // Strict load_state_dict: missing, unexpected and wrongly shaped tensors are one InputError listing them.

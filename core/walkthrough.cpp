@@ -1,16 +1,12 @@
 #include "core/walkthrough.hpp"
 
 #include "core/kernels.hpp"
+#include "core/printing.hpp"
 
 #include <cctype>
-#include <sstream>
 
 namespace attn {
 namespace {
-
-std::string rule(char c) { return std::string(70, c); }
-
-Shape shape_of(const Tensor& t) { return Shape(t.shape().begin(), t.shape().end()); }
 
 // Tensor.sum(dim=-1), in PyTorch's summation order.
 Tensor row_sums(const Tensor& x) {
@@ -22,15 +18,6 @@ Tensor row_sums(const Tensor& x) {
   return out;
 }
 
-// x[index] for the first axis of a [B, ...] tensor.
-Tensor select(const Tensor& x, size_t index) {
-  Shape shape = shape_of(x);
-  shape.erase(shape.begin());
-  Tensor out = Tensor::from_shape(shape);
-  std::copy_n(x.data() + index * out.size(), out.size(), out.data());
-  return out;
-}
-
 // x[b, :, j] of a [B, S, S] tensor.
 Tensor column(const Tensor& x, size_t b, size_t j) {
   const size_t s = x.shape(1);
@@ -38,29 +25,6 @@ Tensor column(const Tensor& x, size_t b, size_t j) {
   for (size_t i = 0; i < s; ++i) out(i) = x(b, i, j);
   return out;
 }
-
-class Printer {
- public:
-  void line(const std::string& text = "") { out_ << text << '\n'; }
-  void tensor(const std::string& label, const Tensor& t, PrintDtype dtype = PrintDtype::float32) {
-    line(label);
-    line(torch_repr(t, dtype));
-  }
-  // print("\n<label> shape:"); print(t.shape)
-  void shape(const std::string& label, const Tensor& t) {
-    line("\n" + label);
-    line(torch_size_repr(shape_of(t)));
-  }
-  void header(char c, const std::string& title, bool leading_newline = true) {
-    line((leading_newline ? "\n" : "") + rule(c));
-    line(title);
-    line(rule(c));
-  }
-  std::string str() const { return out_.str(); }
-
- private:
-  std::ostringstream out_;
-};
 
 void print_attention(Printer& p, const AttentionSteps& a, size_t d_k, bool masked) {
   p.header('-', "Attention Step 1: d_k");

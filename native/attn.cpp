@@ -1,7 +1,9 @@
 // attn: the command-line front end.
 //   attn tutorial   the first tutorial's attention, stage by stage, with PyTorch's numbers
 //   attn encode     the second tutorial's Transformer classifier on sentences or token ids
-// Exit status: 0 success, 2 bad usage or input (with a message naming the problem).
+//   attn batch      the same model over a file of any size, streaming (attn merge joins its shards)
+// Exit status: 0 success, 2 bad usage or input (with a message naming the problem), 3 attn batch
+// computed every good item but some items were bad.
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <new>
@@ -15,12 +17,16 @@ int main(int argc, char** argv) {
   app.set_help_all_flag("--help-all", "help for every subcommand");
   attn::cli::TutorialOptions tutorial;
   attn::cli::EncodeOptions encode;
+  attn::cli::BatchOptions batch;
+  attn::cli::MergeOptions merge;
   attn::cli::add_tutorial_command(app, tutorial);
   attn::cli::add_encode_command(app, encode);
+  attn::cli::add_batch_command(app, batch);
+  attn::cli::add_merge_command(app, merge);
   try {
     app.parse(argc, argv);
     if (app.get_subcommands().empty())
-      throw attn::InputError("a subcommand is required (tutorial, encode); see 'attn --help'");
+      throw attn::InputError("a subcommand is required (tutorial, encode, batch, merge); see 'attn --help'");
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
@@ -35,5 +41,5 @@ int main(int argc, char** argv) {
     std::cerr << "attn: out of memory: the requested sizes do not fit\n";
     return 2;
   }
-  return 0;
+  return batch.exit_status;
 }

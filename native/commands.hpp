@@ -33,4 +33,20 @@ struct EncodeOptions {
 };
 void add_encode_command(CLI::App& app, EncodeOptions& o);
 
+struct BatchOptions {
+  ModelOptions model;
+  std::string input, output = "-", format = "jsonl", input_format = "auto", threads, batch_size = "32", shard;
+  std::vector<std::string> stages;
+  std::vector<size_t> layers, heads;
+  bool resume = false, quiet = false;
+  int exit_status = 0;  // 3 when some items failed (0 and 2 as every command)
+};
+void add_batch_command(CLI::App& app, BatchOptions& o);
+
+struct MergeOptions {
+  std::vector<std::string> inputs;
+  std::string output = "-";
+};
+void add_merge_command(CLI::App& app, MergeOptions& o);
+
 }  // namespace attn::cli

@@ -41,3 +41,4 @@ if [ ! -f "$stamp" ]; then
   ln -sfn /usr/include/CLI "$inc/CLI"
   touch "$stamp"
 fi
+"$root/scripts/deps-gui.sh"  # the playground: GLFW, Xvfb, Chromium, fonts, ImGui sources, playwright-core

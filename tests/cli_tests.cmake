@@ -33,6 +33,11 @@ attn_cli_case(sentences_file_korean 0 "'고양이가', '잔다'"
               tutorial --sentences-file "${CMAKE_CURRENT_SOURCE_DIR}/data/korean.txt")
 attn_cli_case(json_contract 0 "^\\{\"config\":\\{\"seed\":0,.*\"stages\":\\[\\{\"name\":\"token_ids\",\"shape\":\\[4,4\\],\"data\":\\[1,2,3,4,"
               tutorial --json)
+attn_cli_case(part_bad 2 "--part expects 1 or 2" tutorial --part 3)
+attn_cli_case(part2 0 "Weights sum \\(should be 1\\): 1.0000.*\\[10\\] Causal Mask" tutorial --part 2 --seed 1)
+attn_cli_case(part2_mask_refused 2 "--mask applies to the first tutorial only" tutorial --mask causal --part 2)
+attn_cli_case(part2_json 0 "^\\{\"seed\":1,\"sections\":\\[\\{\"title\":\"Scaled Dot-Product Attention\",\"stages\":\\[\\{\"name\":\"Q\",\"shape\":\\[2,5,8\\]"
+              tutorial --part 2 --seed 1 --json)
 
 
 # attn encode

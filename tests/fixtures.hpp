@@ -3,11 +3,14 @@
 #pragma once
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdio>
+#include <map>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
+#include "core/bits.hpp"
 #include "core/tensor.hpp"
 
 namespace attn::test {
@@ -16,6 +19,21 @@ inline nlohmann::json load_fixture(const std::string& name) {
   std::ifstream in(std::string(ATTN_FIXTURES_DIR) + "/" + name, std::ios::binary);
   if (!in) throw std::runtime_error("missing fixture " + name + ": run /usr/bin/python3 tests/gen_fixtures.py");
   return nlohmann::json::parse(in);
+}
+
+// load_fixture, parsed once per run.
+inline const nlohmann::json& cached_fixture(const std::string& name) {
+  static std::map<std::string, nlohmann::json> cache;
+  auto it = cache.find(name);
+  if (it == cache.end()) it = cache.emplace(name, load_fixture(name)).first;
+  return it->second;
+}
+
+// "0x3fc53f3c (1.54099607)"
+inline std::string describe_bits(uint32_t b) {
+  char text[48];
+  std::snprintf(text, sizeof text, "0x%08x (%.9g)", b, static_cast<double>(float_from_bits(b)));
+  return text;
 }
 
 struct Deviation {

@@ -3,50 +3,19 @@
 #include "core/rng.hpp"
 
 #include <catch2/catch.hpp>
+
+#include "tests/fixtures.hpp"
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
-using attn::TorchGenerator;
+using namespace attn;
 using nlohmann::json;
-
 namespace {
 
-const json& fixture() {
-  static const json doc = [] {
-    std::ifstream in(ATTN_FIXTURES_DIR "/rng.json");
-    if (!in) {
-      throw std::runtime_error("cannot read " ATTN_FIXTURES_DIR
-                               "/rng.json: run /usr/bin/python3 tests/gen_fixtures.py rng");
-    }
-    return json::parse(in);
-  }();
-  return doc;
-}
-
-uint32_t bits(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, sizeof b);
-  return b;
-}
-
-float from_bits(uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, sizeof f);
-  return f;
-}
-
-// "0x3fc53f3c (1.54099607)"
-std::string describe(uint32_t b) {
-  char text[48];
-  std::snprintf(text, sizeof text, "0x%08x (%.9g)", b, static_cast<double>(from_bits(b)));
-  return text;
-}
+const json& fixture() { return test::cached_fixture("rng.json"); }
 
 std::string hex64(uint64_t v) {
   char text[24];
@@ -58,7 +27,7 @@ std::string hex64(uint64_t v) {
 uint64_t fnv1a64(const std::vector<float>& values) {
   uint64_t h = 0xCBF29CE484222325ULL;
   for (float v : values) {
-    const uint32_t b = bits(v);
+    const uint32_t b = bits_of(v);
     for (int shift = 0; shift < 32; shift += 8) {
       h ^= (b >> shift) & 0xFFu;
       h *= 0x100000001B3ULL;
@@ -68,9 +37,9 @@ uint64_t fnv1a64(const std::vector<float>& values) {
 }
 
 void require_same_float(float got, uint32_t want, size_t index, size_t n) {
-  if (bits(got) != want) {
-    FAIL("first mismatch at index " << index << " of " << n << ": got " << describe(bits(got))
-                                    << ", torch " << describe(want));
+  if (bits_of(got) != want) {
+    FAIL("first mismatch at index " << index << " of " << n << ": got " << test::describe_bits(bits_of(got))
+                                    << ", torch " << test::describe_bits(want));
   }
 }
 
@@ -121,7 +90,7 @@ void seed_from(TorchGenerator& g, const json& step_or_case) {
 
 std::vector<float> floats_from_bits(const json& list) {
   std::vector<float> out;
-  for (const auto& b : list) out.push_back(from_bits(b.get<uint32_t>()));
+  for (const auto& b : list) out.push_back(float_from_bits(b.get<uint32_t>()));
   return out;
 }
 
@@ -231,7 +200,7 @@ std::vector<float> fresh(uint64_t seed, size_t n, void (*fill)(TorchGenerator&, 
 void require_values(const std::vector<float>& got, size_t from, const std::vector<float>& want) {
   for (size_t i = 0; i < want.size(); ++i) {
     INFO("index " << from + i);
-    REQUIRE(describe(bits(got[from + i])) == describe(bits(want[i])));
+    REQUIRE(test::describe_bits(bits_of(got[from + i])) == test::describe_bits(bits_of(want[i])));
   }
 }
 
@@ -303,7 +272,7 @@ TEST_CASE("rng: manual_seed clears the cached Box-Muller value", "[rng]") {
   g.randn(one, 1);  // leaves the sine value cached
   g.manual_seed(3);
   g.randn(one + 1, 1);
-  REQUIRE(bits(one[0]) == bits(one[1]));
+  REQUIRE(bits_of(one[0]) == bits_of(one[1]));
 }
 
 TEST_CASE("rng: empty fills draw nothing and bad arguments throw before drawing", "[rng]") {

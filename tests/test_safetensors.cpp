@@ -107,7 +107,10 @@ std::vector<NamedTensor> sample_tensors() {
   std::mt19937 gen(1);
   std::normal_distribution<float> normal;
   for (float& v : cube) v = normal(gen);
-  return {{"z.specials", specials}, {"가중치", Tensor(3.5f)}, {"empty", Tensor::from_shape({0, 3})}, {"a.cube", cube}};
+  return {{"z.specials", specials},
+          {"가중치", Tensor(3.5f)},
+          {"empty", Tensor::from_shape({0, 3})},
+          {"a.cube", cube}};
 }
 
 void check_same(const std::vector<NamedTensor>& got, const std::vector<NamedTensor>& expected) {
@@ -137,13 +140,15 @@ TEST_CASE("safetensors files PyTorch wrote read as its float32 values bit for bi
   }
 }
 
-TEST_CASE("malformed safetensors files are refused with a message naming the file and the rule", "[safetensors]") {
+TEST_CASE("malformed safetensors files are refused with a message naming the file and the rule",
+          "[safetensors]") {
   check_malformed("safetensors", attn::read_safetensors);
   CHECK_THAT(input_error([] { attn::read_safetensors(fixture("missing.safetensors")); }),
              Catch::Contains("missing.safetensors") && Catch::Contains("cannot open"));
 }
 
-TEST_CASE("write_safetensors then read_safetensors gives the same tensors in the same order", "[safetensors]") {
+TEST_CASE("write_safetensors then read_safetensors gives the same tensors in the same order",
+          "[safetensors]") {
   const TempDir dir;
   const auto tensors = sample_tensors();
   attn::write_safetensors(dir.file("w.safetensors"), tensors, {{"format", "pt"}, {"note", "사전"}});
@@ -161,7 +166,7 @@ TEST_CASE("write_safetensors writes an 8-byte aligned F32 header with the metada
   std::memcpy(&length, bytes.data(), 8);
   CHECK(length % 8 == 0);
   REQUIRE(8 + length <= bytes.size());
-  const auto header = nlohmann::json::parse(bytes.substr(8, length));
+  const auto header = nlohmann::json::parse(bytes.substr(8, static_cast<size_t>(length)));
   CHECK(header.at("__metadata__") == nlohmann::json{{"format", "pt"}});
   uint64_t offset = 0;
   for (const auto& t : tensors) {  // data in the given order
@@ -198,7 +203,8 @@ TEST_CASE("write_safetensors replaces a file whole and leaves nothing behind on 
   CHECK(attn::read_safetensors(path).size() == 1);  // the earlier file is intact
 }
 
-TEST_CASE("npy files numpy wrote read as float32 and write_npy writes the same bytes as numpy", "[safetensors][npy]") {
+TEST_CASE("npy files numpy wrote read as float32 and write_npy writes the same bytes as numpy",
+          "[safetensors][npy]") {
   const auto files = attn::test::load_fixture("safetensors/expected.json").at("npy");
   REQUIRE(files.size() == 7);
   const TempDir dir;
@@ -222,10 +228,12 @@ TEST_CASE("write_npy then read_npy gives the same tensor", "[safetensors][npy]")
     CHECK(shape_of(attn::read_npy(dir.file("t.npy"))) == shape_of(t.value));
   }
   CHECK(dir.entries() == std::vector<std::string>{"t.npy"});
-  CHECK_THAT(input_error([&] { attn::write_npy(dir.file("none/t.npy"), Tensor{1.0f}); }), Catch::Contains("none/t.npy"));
+  CHECK_THAT(input_error([&] { attn::write_npy(dir.file("none/t.npy"), Tensor{1.0f}); }),
+             Catch::Contains("none/t.npy"));
 }
 
-TEST_CASE("malformed npy files are refused with a message naming the file and the problem", "[safetensors][npy]") {
+TEST_CASE("malformed npy files are refused with a message naming the file and the problem",
+          "[safetensors][npy]") {
   check_malformed("npy", attn::read_npy);
 }
 
@@ -234,5 +242,6 @@ TEST_CASE("malformed npy files are refused with a message naming the file and th
 TEST_CASE("write encoder_bf16 as F32 for PyTorch to load", "[.torch_check]") {
   const char* out = std::getenv("ATTN_TORCH_CHECK_OUT");
   if (out == nullptr) return;
-  attn::write_safetensors(out, attn::read_safetensors(fixture("encoder_bf16.safetensors")), {{"format", "pt"}});
+  attn::write_safetensors(out, attn::read_safetensors(fixture("encoder_bf16.safetensors")),
+                          {{"format", "pt"}});
 }

@@ -4,58 +4,28 @@
 #include "core/torch_math.hpp"
 
 #include <catch2/catch.hpp>
+
+#include "tests/fixtures.hpp"
 #include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <sstream>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+using namespace attn;
 using nlohmann::json;
 using Batch = xsimd::batch<float>;
-
 namespace {
 
-const json& fixture() {
-  static const json doc = [] {
-    std::ifstream in(ATTN_FIXTURES_DIR "/torch_math.json");
-    if (!in) {
-      throw std::runtime_error("cannot read " ATTN_FIXTURES_DIR
-                               "/torch_math.json: run /usr/bin/python3 tests/gen_fixtures.py torch_math");
-    }
-    return json::parse(in);
-  }();
-  return doc;
-}
-
-uint32_t bits(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, sizeof b);
-  return b;
-}
-
-float from_bits(uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, sizeof f);
-  return f;
-}
-
-// "0x3fc53f3c (1.54099607)"
-std::string describe(uint32_t b) {
-  char text[48];
-  std::snprintf(text, sizeof text, "0x%08x (%.9g)", b, static_cast<double>(from_bits(b)));
-  return text;
-}
+const json& fixture() { return test::cached_fixture("torch_math.json"); }
 
 std::vector<float> floats(const json& bit_patterns) {
   std::vector<float> out;
-  for (const auto& b : bit_patterns) out.push_back(from_bits(b.get<uint32_t>()));
+  for (const auto& b : bit_patterns) out.push_back(float_from_bits(b.get<uint32_t>()));
   return out;
 }
 
@@ -64,7 +34,7 @@ std::string fnv1a64(const std::vector<float>& values) {
   uint64_t h = 0xCBF29CE484222325ULL;
   for (float v : values) {
     for (int shift = 0; shift < 32; shift += 8) {
-      h ^= (bits(v) >> shift) & 0xFFu;
+      h ^= (bits_of(v) >> shift) & 0xFFu;
       h *= 0x100000001B3ULL;
     }
   }
@@ -81,10 +51,10 @@ void check_bits(const std::vector<float>& x, const std::vector<float>& got, cons
   std::ostringstream first;
   for (size_t i = 0; i < got.size(); ++i) {
     const auto expected = want[i].get<uint32_t>();
-    if (bits(got[i]) == expected) continue;
+    if (bits_of(got[i]) == expected) continue;
     if (++mismatches <= 5) {
-      first << "\n  [" << i << "] x = " << describe(bits(x[i])) << ": got " << describe(bits(got[i]))
-            << ", torch " << describe(expected);
+      first << "\n  [" << i << "] x = " << test::describe_bits(bits_of(x[i])) << ": got " << test::describe_bits(bits_of(got[i]))
+            << ", torch " << test::describe_bits(expected);
     }
   }
   INFO(mismatches << " of " << got.size() << " differ" << first.str());
@@ -115,8 +85,8 @@ void check_exp_batch(const std::vector<float>& x, const json& y, const std::vect
   alignas(Batch::arch_type::alignment()) float out[Batch::size];
   attn::torch_exp(Batch::load_aligned(lanes)).store_aligned(out);
   for (size_t l = 0; l < Batch::size; ++l) {
-    INFO("lane " << l << " x = " << describe(bits(lanes[l])));
-    REQUIRE(describe(bits(out[l])) == describe(y[index[l]].get<uint32_t>()));
+    INFO("lane " << l << " x = " << test::describe_bits(bits_of(lanes[l])));
+    REQUIRE(test::describe_bits(bits_of(out[l])) == test::describe_bits(y[index[l]].get<uint32_t>()));
   }
 }
 
@@ -157,9 +127,9 @@ TEST_CASE("torch_exp on batches matches torch.exp in every lane", "[torch_math]"
       for (size_t l = 0; l < Batch::size; ++l) lanes[l] = mix[(start + l) % 8];
       attn::torch_exp(Batch::load_aligned(lanes)).store_aligned(out);
       for (size_t l = 0; l < Batch::size; ++l) {
-        INFO("x = " << describe(bits(lanes[l])));
-        REQUIRE(table.count(bits(lanes[l])) == 1);
-        CHECK(describe(bits(out[l])) == describe(table.at(bits(lanes[l]))));
+        INFO("x = " << test::describe_bits(bits_of(lanes[l])));
+        REQUIRE(table.count(bits_of(lanes[l])) == 1);
+        CHECK(test::describe_bits(bits_of(out[l])) == test::describe_bits(table.at(bits_of(lanes[l]))));
       }
     }
   }
@@ -171,7 +141,7 @@ TEST_CASE("torch_exp on batches matches torch.exp in every lane", "[torch_math]"
     attn::torch_exp(Batch::load_aligned(lanes)).store_aligned(out);
     CHECK(std::isnan(out[1]));
     for (size_t l = 0; l < Batch::size; ++l) {
-      if (l != 1) CHECK(describe(bits(out[l])) == describe(y[l * spread].get<uint32_t>()));
+      if (l != 1) CHECK(test::describe_bits(bits_of(out[l])) == test::describe_bits(y[l * spread].get<uint32_t>()));
     }
   }
 }
@@ -186,9 +156,9 @@ TEST_CASE("torch_sinf and torch_cosf match a one-element torch.sin / torch.cos",
       float sin = 0, cos = 0;
       attn::torch_sin(&v, &sin, 1);
       attn::torch_cos(&v, &cos, 1);
-      INFO("x = " << describe(bits(v)));
-      REQUIRE(describe(bits(sin)) == describe(bits(attn::torch_sinf(v))));
-      REQUIRE(describe(bits(cos)) == describe(bits(attn::torch_cosf(v))));
+      INFO("x = " << test::describe_bits(bits_of(v)));
+      REQUIRE(test::describe_bits(bits_of(sin)) == test::describe_bits(bits_of(attn::torch_sinf(v))));
+      REQUIRE(test::describe_bits(bits_of(cos)) == test::describe_bits(bits_of(attn::torch_cosf(v))));
     }
   }
 }
@@ -202,7 +172,7 @@ TEST_CASE("torch_sin and torch_cos follow torch's vectors of 8", "[torch_math]")
     check_bits(x, out, m.at("sin"));
     size_t neighbours_matter = 0;
     for (size_t i = 0; i < x.size(); ++i) {
-      neighbours_matter += bits(out[i]) != bits(attn::torch_sinf(x[i]));
+      neighbours_matter += bits_of(out[i]) != bits_of(attn::torch_sinf(x[i]));
     }
     CHECK(neighbours_matter > 0);  // else this fixture would not tell torch_sin from torch_sinf
   }
@@ -222,7 +192,7 @@ TEST_CASE("PositionalEncoding's exp, sin and cos match torch", "[torch_math]") {
     const auto d_model = c.at("d_model").get<size_t>(), max_len = c.at("max_len").get<size_t>();
     const size_t half = d_model / 2;
     INFO("d_model " << d_model << ", max_len " << max_len);
-    const float factor = from_bits(c.at("factor").get<uint32_t>());
+    const float factor = float_from_bits(c.at("factor").get<uint32_t>());
     std::vector<float> arange, div_term;
     for (size_t i = 0; i < half; ++i) arange.push_back(static_cast<float>(2 * i) * factor);
     div_term = map_scalar(arange, attn::torch_expf);
@@ -238,9 +208,9 @@ TEST_CASE("PositionalEncoding's exp, sin and cos match torch", "[torch_math]") {
     const auto& index = c.at("sample_index");
     for (size_t k = 0; k < index.size(); ++k) {
       const auto i = index[k].get<size_t>();
-      INFO("element " << i << ", angle " << describe(bits(angle[i])));
-      REQUIRE(describe(bits(sin[i])) == describe(c.at("sample_sin")[k].get<uint32_t>()));
-      REQUIRE(describe(bits(cos[i])) == describe(c.at("sample_cos")[k].get<uint32_t>()));
+      INFO("element " << i << ", angle " << test::describe_bits(bits_of(angle[i])));
+      REQUIRE(test::describe_bits(bits_of(sin[i])) == test::describe_bits(c.at("sample_sin")[k].get<uint32_t>()));
+      REQUIRE(test::describe_bits(bits_of(cos[i])) == test::describe_bits(c.at("sample_cos")[k].get<uint32_t>()));
     }
     CHECK(fnv1a64(sin) == c.at("sin_fnv1a64").get<std::string>());
     CHECK(fnv1a64(cos) == c.at("cos_fnv1a64").get<std::string>());

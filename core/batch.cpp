@@ -1,0 +1,285 @@
+#include "core/batch.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "core/error.hpp"
+
+namespace attn::batch {
+namespace {
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// FNV-1a, 64 bits everywhere (std::hash is 32 bits under WebAssembly).
+uint64_t fnv1a(const std::string& text) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::vector<int64_t> parse_ids(const Json& ids) {
+  if (!ids.is_array()) throw InputError("\"ids\" must be an array of token ids");
+  std::vector<int64_t> out;
+  for (const Json& id : ids) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0)
+      throw InputError("\"ids\" must hold non-negative integers, got " + id.dump());
+    out.push_back(id.get<int64_t>());
+  }
+  return out;
+}
+
+// Fills `raw` field by field, the id first, so that an error record can still name the id.
+void parse_json_line(const std::string& text, RawItem& raw) {
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const Json::exception& e) {
+    throw InputError(std::string("malformed JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw InputError("malformed JSON: a line must be an object {\"id\", \"text\" or \"ids\"}");
+  if (j.contains("id")) {
+    if (!j["id"].is_string() && !j["id"].is_number_integer()) throw InputError("\"id\" must be a string or an integer");
+    raw.id = j["id"];
+  }
+  if (j.contains("text") == j.contains("ids")) throw InputError("a line needs exactly one of \"text\" and \"ids\"");
+  if (j.contains("text")) {
+    if (!j["text"].is_string()) throw InputError("\"text\" must be a string");
+    raw.text = j["text"].get<std::string>();
+  } else {
+    raw.ids = parse_ids(j["ids"]);
+  }
+}
+
+std::vector<std::string> words_of(const std::string& text, const Vocab& vocab) {
+  std::vector<std::string> words = split_words(text);
+  for (auto& w : words) {
+    if (vocab.contains(w)) continue;
+    if (!vocab.contains(unknown_token)) throw InputError("unknown token '" + w + "' (the vocabulary has no [UNK])");
+    w = unknown_token;
+  }
+  return words;
+}
+
+// The item's row of a batch stage: the stage without its batch dimension (a stage shared by the
+// batch, first dimension 1, such as positional_encoding, gives its only row).
+Tensor item_row(const Tensor& value, size_t row) {
+  const auto& shape = value.shape();
+  Shape item_shape(shape.begin() + 1, shape.end());
+  const size_t size = value.size() / shape[0];
+  Tensor out = Tensor::from_shape(item_shape);
+  const auto first = value.begin() + std::ptrdiff_t((shape[0] == 1 ? 0 : row) * size);
+  std::copy(first, first + std::ptrdiff_t(size), out.begin());
+  return out;
+}
+
+// Per-head stages ([B, H, S, S] in the trace, [H, S, S] per item) keep only the selected heads.
+Tensor select_heads(const Tensor& value, const std::vector<size_t>& heads) {
+  Shape shape(value.shape().begin(), value.shape().end());
+  const size_t per_head = value.size() / shape[0];
+  shape[0] = heads.size();
+  Tensor out = Tensor::from_shape(shape);
+  auto dst = out.begin();
+  for (size_t h : heads) dst = std::copy(value.begin() + std::ptrdiff_t(h * per_head),
+                                         value.begin() + std::ptrdiff_t((h + 1) * per_head), dst);
+  return out;
+}
+
+Json stage_json(const Tensor& value, PrintDtype dtype) {
+  Json data = Json::array();
+  for (float v : value) {
+    if (dtype == PrintDtype::float32)
+      data.push_back(v);
+    else
+      data.push_back(static_cast<int64_t>(v));
+  }
+  return {{"shape", Shape(value.shape().begin(), value.shape().end())}, {"data", std::move(data)}};
+}
+
+bool is_per_head(const Stage& stage) { return stage.name.rfind("layers.", 0) == 0 && stage.value.dimension() == 4; }
+
+// The layer a trace stage belongs to and its name within the layer ("self_attn.attention_weights").
+std::optional<std::pair<size_t, std::string>> split_layer_name(const std::string& name) {
+  if (name.rfind("layers.", 0) != 0) return std::nullopt;
+  const size_t dot = name.find('.', 7);
+  if (dot == std::string::npos) return std::nullopt;
+  return std::make_pair(size_t(std::stoul(name.substr(7, dot - 7))), name.substr(dot + 1));
+}
+
+bool matches(const std::string& stage, const std::string& wanted, const std::vector<size_t>& layers) {
+  if (stage == wanted) return true;
+  const auto layer = split_layer_name(stage);
+  if (!layer) return false;
+  const bool selected = layers.empty() || std::count(layers.begin(), layers.end(), layer->first) != 0;
+  return selected && (layer->second == wanted || ends_with(layer->second, "." + wanted));
+}
+
+std::vector<std::string> default_stages(const TransformerConfig& config) {
+  std::vector<std::string> names = {"tokens", config.classifier_head ? "logits" : "encoder_output"};
+  if (config.num_layers > 0)
+    names.push_back("layers." + std::to_string(config.num_layers - 1) + ".self_attn.attention_weights");
+  return names;
+}
+
+void check_indices(const std::vector<size_t>& values, size_t limit, const std::string& what) {
+  for (size_t v : values)
+    if (v >= limit)
+      throw InputError(what + " " + std::to_string(v) + " does not exist (the model has " + std::to_string(limit) + ")");
+}
+
+}  // namespace
+
+std::optional<InputFormat> format_from_name(const std::string& path) {
+  for (const char* ext : {".jsonl", ".ndjson", ".json"})
+    if (ends_with(path, ext)) return InputFormat::jsonl;
+  if (ends_with(path, ".txt")) return InputFormat::text;
+  return std::nullopt;
+}
+
+InputFormat format_from_first_line(const std::string& line) {
+  const size_t first = line.find_first_not_of(" \t");
+  return first != std::string::npos && line[first] == '{' ? InputFormat::jsonl : InputFormat::text;
+}
+
+void strip_line(std::string& text, size_t line) {
+  if (line == 1 && text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);
+  if (!text.empty() && text.back() == '\r') text.pop_back();
+}
+
+RawItem parse_line(const std::string& text, InputFormat format) {
+  RawItem raw;
+  try {
+    if (!is_valid_utf8(text)) throw InputError("invalid UTF-8");
+    if (split_words(text).empty()) throw InputError("empty line");
+    if (format == InputFormat::jsonl)
+      parse_json_line(text, raw);
+    else
+      raw.text = text;
+  } catch (const InputError& e) {
+    raw.error = e.what();
+  }
+  return raw;
+}
+
+std::optional<size_t> IdRegistry::claim(const Json& id, size_t line) {
+  if (id.is_null()) return std::nullopt;
+  const auto [it, inserted] = first_line_.emplace(fnv1a(id.dump()), line);
+  if (inserted) return std::nullopt;
+  return it->second;
+}
+
+Item make_item(RawItem raw, size_t line, const ItemRules& rules) {
+  Item item{line, std::move(raw.id), {}, std::move(raw.ids)};
+  if (raw.text) {
+    if (!rules.vocab) throw InputError("a sentence needs a vocabulary (--vocab); give token ids instead");
+    item.tokens = words_of(*raw.text, *rules.vocab);
+    if (item.tokens.empty()) throw InputError("empty sentence");
+    for (const auto& w : item.tokens) item.ids.push_back(rules.vocab->id(w));
+  }
+  if (item.ids.empty()) throw InputError("no token ids");
+  for (int64_t id : item.ids)
+    if (size_t(id) >= rules.embedding_rows)
+      throw InputError("token id " + std::to_string(id) + " is outside the embedding table (" +
+                       std::to_string(rules.embedding_rows) + " rows)");
+  if (item.ids.size() > rules.max_len)
+    throw InputError(std::to_string(item.ids.size()) + " tokens, more than max_len " + std::to_string(rules.max_len));
+  return item;
+}
+
+std::vector<std::vector<Item>> group_by_length(std::vector<Item> items, size_t batch_size) {
+  std::map<size_t, std::vector<Item>> by_length;
+  for (auto& item : items) by_length[item.ids.size()].push_back(std::move(item));
+  std::vector<std::vector<Item>> batches;
+  for (auto& [length, group] : by_length)
+    for (size_t i = 0; i < group.size(); ++i) {
+      if (i % batch_size == 0) batches.emplace_back();
+      batches.back().push_back(std::move(group[i]));
+    }
+  return batches;
+}
+
+Trace compute(const TransformerModel& model, const std::vector<Item>& items, MaskKind mask) {
+  const size_t seq = items.front().ids.size();
+  std::vector<int64_t> ids;
+  ids.reserve(items.size() * seq);
+  for (const auto& item : items) {
+    if (item.ids.size() != seq) throw std::logic_error("batch::compute: items of different lengths");
+    ids.insert(ids.end(), item.ids.begin(), item.ids.end());
+  }
+  return classify(model, ids, items.size(), seq, mask, nullptr);
+}
+
+StageSelection select_stages(const Trace& sample, const TransformerConfig& config,
+                             const std::vector<std::string>& requested, const std::vector<size_t>& layers,
+                             const std::vector<size_t>& heads) {
+  check_indices(layers, config.num_layers, "layer");
+  check_indices(heads, config.num_heads, "head");
+  StageSelection selection;
+  selection.heads = heads;
+  std::vector<std::string> wanted = requested.empty() ? default_stages(config) : requested;
+  std::vector<bool> keep(sample.stages().size(), false);
+  for (const auto& w : wanted) {
+    if (w == "tokens") {
+      selection.tokens = true;
+      continue;
+    }
+    bool found = false;
+    for (size_t i = 0; i < keep.size(); ++i)
+      if (matches(sample.stages()[i].name, w, layers)) keep[i] = found = true;
+    if (!found) {
+      std::string names = "tokens";
+      for (const auto& s : sample.stages()) names += ", " + s.name;
+      throw InputError("unknown stage '" + w + "' (for the selected layers); stages: " + names);
+    }
+  }
+  for (size_t i = 0; i < keep.size(); ++i)
+    if (keep[i]) selection.names.push_back(sample.stages()[i].name);
+  return selection;
+}
+
+std::string item_record(const Item& item, const Trace& trace, size_t row, const StageSelection& selection) {
+  Json record = {{"line", item.line}, {"id", item.id}};
+  if (selection.tokens) {
+    if (!item.tokens.empty()) record["tokens"] = item.tokens;
+    record["ids"] = item.ids;
+  }
+  Json stages = Json::object();
+  for (const auto& stage : trace.stages()) {
+    if (std::find(selection.names.begin(), selection.names.end(), stage.name) == selection.names.end()) continue;
+    Tensor value = item_row(stage.value, row);
+    if (is_per_head(stage) && !selection.heads.empty()) value = select_heads(value, selection.heads);
+    stages[stage.name] = stage_json(value, stage.dtype);
+  }
+  record["stages"] = std::move(stages);
+  return record.dump() + "\n";
+}
+
+std::string error_record(size_t line, const Json& id, const std::string& reason) {
+  return Json{{"line", line}, {"id", id}, {"reason", reason}}.dump() + "\n";
+}
+
+size_t record_line(const std::string& record) {
+  static const std::string prefix = "{\"line\":";
+  size_t end = prefix.size();
+  while (end < record.size() && end < prefix.size() + 19 && record[end] >= '0' && record[end] <= '9') ++end;
+  if (record.compare(0, prefix.size(), prefix) != 0 || end == prefix.size() || end >= record.size() ||
+      (record[end] != ',' && record[end] != '}'))
+    throw InputError("not a record of attn batch (it must start with {\"line\":N)");
+  return std::stoull(record.substr(prefix.size(), end - prefix.size()));
+}
+
+Shard parse_shard(const std::string& text) {
+  const size_t slash = text.find('/');
+  auto number = [&](const std::string& part) {
+    bool ok = !part.empty() && part.size() <= 18 && part.find_first_not_of("0123456789") == std::string::npos;
+    return ok ? size_t(std::stoull(part)) : size_t(0);
+  };
+  Shard shard;
+  if (slash != std::string::npos) shard = {number(text.substr(0, slash)), number(text.substr(slash + 1))};
+  if (slash == std::string::npos || shard.index == 0 || shard.index > shard.count)
+    throw InputError("--shard expects K/N with 1 <= K <= N, got '" + text + "'");
+  return shard;
+}
+
+}  // namespace attn::batch

@@ -1,0 +1,160 @@
+// attn-gui: the playground's UI (ui/) in a GLFW window with ImGui's OpenGL 3 backend.
+//   attn-gui [--hash "s=…&seed=1"] [--stage NAME] [--screenshot out.png --frames N] [--size WxH]
+// --screenshot renders N frames, writes the last one (glReadPixels) as PNG and exits: for headless
+// checks under Xvfb. Exports go to the current folder.
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+#include <imgui_impl_glfw.h>
+#include <imgui_impl_opengl3.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "ui/app.hpp"
+
+namespace {
+
+class NativePlatform : public attn::ui::Platform {
+ public:
+  ImTextureID upload_texture(ImTextureID existing, int width, int height, const uint8_t* rgba) override {
+    GLuint id = GLuint(reinterpret_cast<intptr_t>(existing));
+    if (!id) glGenTextures(1, &id);
+    glBindTexture(GL_TEXTURE_2D, id);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA, width, height, 0, GL_RGBA, GL_UNSIGNED_BYTE, rgba);
+    return reinterpret_cast<ImTextureID>(intptr_t(id));
+  }
+  void delete_texture(ImTextureID texture) override {
+    const GLuint id = GLuint(reinterpret_cast<intptr_t>(texture));
+    glDeleteTextures(1, &id);
+  }
+  std::string save_file(const std::string& name, const std::vector<uint8_t>& bytes, const std::string&) override {
+    std::ofstream out(name, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+    return out ? "saved " + name + " (" + std::to_string(bytes.size()) + " bytes)" : "could not write " + name;
+  }
+  bool external_sentence_field() const override { return false; }
+  std::string font_path() const override { return ATTN_FONT_PATH; }
+};
+
+int usage(const char* problem) {
+  std::fprintf(stderr,
+               "%s\nusage: attn-gui [--hash SETTINGS] [--stage NAME] [--size WxH] [--screenshot FILE.png --frames N]\n",
+               problem);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string hash, stage, screenshot;
+  int frames = 3, width = 1280, height = 800;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (arg == "--hash") hash = value();
+    else if (arg == "--stage") stage = value();
+    else if (arg == "--screenshot") screenshot = value();
+    else if (arg == "--frames") frames = std::max(1, std::atoi(value().c_str()));
+    else if (arg == "--size") {
+      if (std::sscanf(value().c_str(), "%dx%d", &width, &height) != 2 || width < 200 || height < 200)
+        return usage("--size must be WxH (at least 200x200)");
+    } else if (arg == "--help" || arg == "-h") return usage("attn-gui: the attention playground");
+    else return usage(("unknown argument " + arg).c_str());
+  }
+  attn::ui::PlaygroundConfig config;
+  try {
+    config = attn::ui::from_hash(hash);
+  } catch (const attn::InputError& e) {
+    return usage(e.what());
+  }
+
+  if (!glfwInit()) {
+    std::fprintf(stderr, "attn-gui: cannot initialise GLFW (no display?)\n");
+    return 1;
+  }
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+  GLFWwindow* window = glfwCreateWindow(width, height, "attnlab playground", nullptr, nullptr);
+  if (!window) {
+    std::fprintf(stderr, "attn-gui: cannot open an OpenGL 3.3 window\n");
+    glfwTerminate();
+    return 1;
+  }
+  glfwMakeContextCurrent(window);
+  glfwSwapInterval(1);
+
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  ImGui::GetIO().IniFilename = nullptr;
+  ImGui_ImplGlfw_InitForOpenGL(window, true);
+  ImGui_ImplOpenGL3_Init("#version 330");
+
+  int status = 0;
+  {
+    attn::ui::Playground playground(config);
+    NativePlatform platform;
+    attn::ui::App app(playground, platform);
+    if (!stage.empty()) app.select_stage(stage);
+    for (int frame = 1; !glfwWindowShouldClose(window); ++frame) {
+      if (screenshot.empty()) glfwWaitEventsTimeout(0.5);  // idle: no busy loop, no recompute
+      else glfwPollEvents();
+      if (app.update_fonts()) {
+        ImGui_ImplOpenGL3_DestroyFontsTexture();
+        ImGui_ImplOpenGL3_CreateFontsTexture();
+      }
+      ImGui_ImplOpenGL3_NewFrame();
+      ImGui_ImplGlfw_NewFrame();
+      ImGui::NewFrame();
+      app.draw();
+      ImGui::Render();
+      int w = 0, h = 0;
+      glfwGetFramebufferSize(window, &w, &h);
+      glViewport(0, 0, w, h);
+      glClearColor(0.1f, 0.1f, 0.12f, 1.0f);
+      glClear(GL_COLOR_BUFFER_BIT);
+      ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+      if (!screenshot.empty() && frame >= frames) {
+        std::vector<uint8_t> rgba(size_t(w) * size_t(h) * 4), flipped(rgba.size());
+        glPixelStorei(GL_PACK_ALIGNMENT, 1);
+        glReadBuffer(GL_BACK);
+        glReadPixels(0, 0, w, h, GL_RGBA, GL_UNSIGNED_BYTE, rgba.data());
+        const size_t row = size_t(w) * 4;
+        for (size_t y = 0; y < size_t(h); ++y)
+          std::memcpy(flipped.data() + y * row, rgba.data() + (size_t(h) - 1 - y) * row, row);
+        try {
+          const auto png = attn::ui::png_bytes(flipped, size_t(w), size_t(h));
+          std::ofstream out(screenshot, std::ios::binary);
+          out.write(reinterpret_cast<const char*>(png.data()), std::streamsize(png.size()));
+          if (!out) throw attn::InputError("cannot write " + screenshot);
+          std::printf("attn-gui: %d frames, %d computation(s), last in %.1f ms; screenshot %s (%dx%d)\n", frame,
+                      int(playground.compute_count()), playground.result() ? playground.result()->compute_ms : 0.0,
+                      screenshot.c_str(), w, h);
+          if (!playground.error().empty()) std::printf("attn-gui: error shown: %s\n", playground.error().c_str());
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "attn-gui: %s\n", e.what());
+          status = 1;
+        }
+        break;
+      }
+      glfwSwapBuffers(window);
+    }
+  }
+  ImGui_ImplOpenGL3_Shutdown();
+  ImGui_ImplGlfw_Shutdown();
+  ImGui::DestroyContext();
+  glfwDestroyWindow(window);
+  glfwTerminate();
+  return status;
+}

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs what the playground (ui/, web/, attn-gui) and its tests need on Debian 12, idempotently:
+#  - Debian packages: GLFW + OpenGL (attn-gui), Xvfb (headless native test), Chromium (browser test),
+#    NanumGothic (Hangul glyphs) + fonttools' pyftsubset (font subset for the web), stb (PNG writer);
+#  - the Dear ImGui 1.90.1 sources from Debian trixie's source package, unpacked into .deps/imgui
+#    (one ImGui version for both shells);
+#  - playwright-core (pinned in tests/browser/package-lock.json) into tests/browser/node_modules.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+deps="$root/.deps"
+
+packages=(libglfw3-dev libgl-dev libgl1-mesa-dri xvfb xauth chromium fonts-nanum fonttools libstb-dev
+          dpkg-dev ca-certificates)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+command -v npm > /dev/null || missing+=(npm)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps-gui: installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    -o DPkg::Lock::Timeout=600 "${missing[@]}"
+fi
+
+# Dear ImGui sources (the +ds tarball: core, backends, misc; no examples/libs), pinned.
+imgui_version=1.90.1+ds-1
+stamp="$deps/imgui/.stamp-$imgui_version"
+if [ ! -f "$stamp" ]; then
+  src="$deps/imgui-src"
+  rm -rf "$src" "$deps/imgui" && mkdir -p "$src/lists/partial"
+  printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+    > "$src/src.sources"
+  O=(-o Dir::Etc::sourcelist=/dev/null -o "Dir::Etc::sourceparts=$src" -o "Dir::State::Lists=$src/lists"
+     -o "Dir::Cache=$src/cache" -o APT::Sandbox::User=root)
+  apt-get "${O[@]}" update -qq
+  (cd "$src" && apt-get "${O[@]}" source --download-only "imgui=$imgui_version")
+  orig=$(ls "$src"/imgui_*.orig.tar.* | head -n 1)
+  mkdir -p "$deps/imgui"
+  tar -xf "$orig" -C "$deps/imgui" --strip-components=1
+  test -f "$deps/imgui/imgui.cpp" && test -f "$deps/imgui/backends/imgui_impl_opengl3.cpp"
+  touch "$stamp"
+fi
+
+# playwright-core for the browser test (exact version from the committed lock file).
+if [ ! -d "$root/tests/browser/node_modules/playwright-core" ]; then
+  (cd "$root/tests/browser" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+# stb_image_write (PNG export) for both builds; Emscripten must never see /usr/include, so a folder
+# holding only stb.
+mkdir -p "$deps/gui-include"
+ln -sfn /usr/include/stb "$deps/gui-include/stb"

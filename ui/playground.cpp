@@ -1,0 +1,604 @@
+#include "ui/playground.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "core/attention.hpp"
+#include "core/error.hpp"
+#include "core/npy.hpp"
+#include "core/rng.hpp"
+
+#ifdef ATTN_HAVE_STB
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#define STB_IMAGE_WRITE_STATIC
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wconversion"
+#pragma GCC diagnostic ignored "-Wsign-conversion"
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#endif
+#include <stb/stb_image_write.h>
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+#endif
+
+namespace attn::ui {
+
+bool PlaygroundConfig::operator==(const PlaygroundConfig& o) const {
+  return model == o.model && sentences == o.sentences && seed == o.seed && d_model == o.d_model &&
+         max_len == o.max_len && mask == o.mask && num_heads == o.num_heads && num_layers == o.num_layers &&
+         d_ff == o.d_ff && num_classes == o.num_classes && dropout == o.dropout && train == o.train &&
+         norm_first == o.norm_first;
+}
+
+PlaygroundConfig defaults_for(ModelKind kind, const PlaygroundConfig& keep) {
+  PlaygroundConfig c;
+  c.model = kind;
+  c.sentences = keep.sentences;
+  c.seed = keep.seed;
+  c.mask = keep.mask;
+  if (kind == ModelKind::transformer) {
+    const TransformerConfig t;
+    c.d_model = t.d_model;
+    c.max_len = t.max_len;
+    c.num_heads = t.num_heads;
+    c.num_layers = t.num_layers;
+    c.d_ff = t.d_ff;
+    c.num_classes = t.num_classes;
+    c.dropout = t.dropout;
+  }
+  return c;
+}
+
+std::string model_kind_name(ModelKind kind) { return kind == ModelKind::tutorial ? "tutorial" : "transformer"; }
+
+ModelKind parse_model_kind(const std::string& text) {
+  if (text == "tutorial") return ModelKind::tutorial;
+  if (text == "transformer") return ModelKind::transformer;
+  throw InputError("model must be 'tutorial' or 'transformer' (got '" + text + "')");
+}
+
+// --- URL hash ---
+
+std::string percent_encode(const std::string& text) {
+  static const char hex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += char(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::string percent_decode(const std::string& text) {
+  auto nibble = [&](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    throw InputError("bad percent escape in '" + text + "'");
+  };
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%') {
+      if (i + 2 >= text.size()) throw InputError("bad percent escape in '" + text + "'");
+      out += char(nibble(text[i + 1]) * 16 + nibble(text[i + 2]));
+      i += 2;
+    } else {
+      out += text[i] == '+' ? ' ' : text[i];
+    }
+  }
+  return out;
+}
+
+namespace {
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  // Shortest form that reads back: try fewer digits first.
+  for (int digits = 1; digits <= 17; ++digits) {
+    char shorter[32];
+    std::snprintf(shorter, sizeof shorter, "%.*g", digits, v);
+    if (std::strtod(shorter, nullptr) == v) return shorter;
+  }
+  return buf;
+}
+
+size_t parse_count(const std::string& key, const std::string& value, size_t min) {
+  if (value.empty() || value.size() > 12 || !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    throw InputError(key + " must be a whole number (got '" + value + "')");
+  const size_t n = size_t(std::stoull(value));
+  if (n < min) throw InputError(key + " must be at least " + std::to_string(min) + " (got " + value + ")");
+  return n;
+}
+
+uint64_t parse_seed_text(const std::string& value) {
+  const bool negative = !value.empty() && value[0] == '-';
+  const std::string digits = negative ? value.substr(1) : value;
+  if (digits.empty() || digits.size() > 20 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    throw InputError("seed must be an integer (got '" + value + "')");
+  errno = 0;
+  const unsigned long long n = std::strtoull(digits.c_str(), nullptr, 10);
+  if (errno == ERANGE || (negative && n > (1ULL << 63))) throw InputError("seed out of range: " + value);
+  return negative ? uint64_t(0) - uint64_t(n) : uint64_t(n);
+}
+
+double parse_dropout(const std::string& value) {
+  char* end = nullptr;
+  const double p = std::strtod(value.c_str(), &end);
+  if (value.empty() || *end != '\0' || !(p >= 0.0 && p < 1.0))
+    throw InputError("dropout must be a number in [0, 1) (got '" + value + "')");
+  return p;
+}
+
+bool parse_bool(const std::string& key, const std::string& value) {
+  if (value == "1" || value == "true") return true;
+  if (value == "0" || value == "false") return false;
+  throw InputError(key + " must be 0 or 1 (got '" + value + "')");
+}
+
+// One setting by name, from its text form (the URL hash) — shared with apply_settings.
+void set_field(PlaygroundConfig& c, const std::string& key, const std::string& value) {
+  if (key == "seed") c.seed = parse_seed_text(value);
+  else if (key == "d_model") c.d_model = parse_count(key, value, 1);
+  else if (key == "max_len") c.max_len = parse_count(key, value, 1);
+  else if (key == "num_heads") c.num_heads = parse_count(key, value, 1);
+  else if (key == "num_layers") c.num_layers = parse_count(key, value, 0);
+  else if (key == "d_ff") c.d_ff = parse_count(key, value, 0);
+  else if (key == "num_classes") c.num_classes = parse_count(key, value, 1);
+  else if (key == "mask") c.mask = parse_mask_kind(value);
+  else if (key == "dropout") c.dropout = parse_dropout(value);
+  else if (key == "train") c.train = parse_bool(key, value);
+  else if (key == "norm_first") c.norm_first = parse_bool(key, value);
+  else throw InputError("unknown setting '" + key + "'");
+}
+
+}  // namespace
+
+std::string to_hash(const PlaygroundConfig& c) {
+  const PlaygroundConfig d = defaults_for(c.model);
+  std::vector<std::string> parts;
+  auto add = [&](const std::string& key, const std::string& value) { parts.push_back(key + "=" + percent_encode(value)); };
+  if (c.model != ModelKind::tutorial) add("model", model_kind_name(c.model));
+  if (c.sentences != d.sentences)
+    for (const auto& s : c.sentences) add("s", s);
+  if (c.seed != d.seed) add("seed", std::to_string(c.seed));
+  if (c.d_model != d.d_model) add("d_model", std::to_string(c.d_model));
+  if (c.max_len != d.max_len) add("max_len", std::to_string(c.max_len));
+  if (c.mask != d.mask) add("mask", mask_kind_name(c.mask));
+  if (c.model == ModelKind::transformer) {
+    if (c.num_heads != d.num_heads) add("num_heads", std::to_string(c.num_heads));
+    if (c.num_layers != d.num_layers) add("num_layers", std::to_string(c.num_layers));
+    if (c.d_ff != d.d_ff) add("d_ff", std::to_string(c.d_ff));
+    if (c.num_classes != d.num_classes) add("num_classes", std::to_string(c.num_classes));
+    if (c.dropout != d.dropout) add("dropout", number_text(c.dropout));
+    if (c.train != d.train) add("train", c.train ? "1" : "0");
+    if (c.norm_first != d.norm_first) add("norm_first", c.norm_first ? "1" : "0");
+  }
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : "&") + p;
+  return out;
+}
+
+PlaygroundConfig from_hash(const std::string& hash) {
+  std::string text = !hash.empty() && hash[0] == '#' ? hash.substr(1) : hash;
+  std::vector<std::pair<std::string, std::string>> pairs;
+  size_t start = 0;
+  while (start <= text.size() && !text.empty()) {
+    size_t end = text.find('&', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string part = text.substr(start, end - start);
+    if (!part.empty()) {
+      const size_t eq = part.find('=');
+      if (eq == std::string::npos) throw InputError("URL setting '" + part + "' has no '='");
+      pairs.emplace_back(percent_decode(part.substr(0, eq)), percent_decode(part.substr(eq + 1)));
+    }
+    start = end + 1;
+  }
+  ModelKind kind = ModelKind::tutorial;
+  for (const auto& [k, v] : pairs)
+    if (k == "model") kind = parse_model_kind(v);
+  PlaygroundConfig c = defaults_for(kind);
+  std::vector<std::string> sentences;
+  for (const auto& [k, v] : pairs) {
+    if (k == "model") continue;
+    if (k == "s") sentences.push_back(v);
+    else set_field(c, k, v);
+  }
+  if (!sentences.empty()) c.sentences = sentences;
+  return c;
+}
+
+PlaygroundConfig apply_settings(const PlaygroundConfig& base, const Json& settings) {
+  if (!settings.is_object()) throw InputError("settings must be an object");
+  PlaygroundConfig c = base;
+  if (settings.contains("model")) {
+    if (!settings.at("model").is_string()) throw InputError("model must be a string");
+    const ModelKind kind = parse_model_kind(settings.at("model").get<std::string>());
+    if (kind != c.model) c = defaults_for(kind, c);
+  }
+  for (const auto& [key, value] : settings.items()) {
+    if (key == "model") continue;
+    if (key == "sentences") {
+      if (!value.is_array() || value.empty()) throw InputError("sentences must be a non-empty array of strings");
+      std::vector<std::string> s;
+      for (const auto& v : value) {
+        if (!v.is_string()) throw InputError("sentences must be strings");
+        s.push_back(v.get<std::string>());
+      }
+      c.sentences = s;
+    } else if (value.is_string()) {
+      set_field(c, key, value.get<std::string>());
+    } else if (value.is_boolean()) {
+      set_field(c, key, value.get<bool>() ? "1" : "0");
+    } else if (value.is_number_integer()) {
+      set_field(c, key, value.is_number_unsigned() ? std::to_string(value.get<uint64_t>())
+                                                   : std::to_string(value.get<int64_t>()));
+    } else if (value.is_number_float()) {
+      if (key != "dropout") throw InputError(key + " must be a whole number");
+      set_field(c, key, number_text(double(value.get<float>())));
+    } else {
+      throw InputError("setting '" + key + "' has a value of the wrong type");
+    }
+  }
+  return c;
+}
+
+Json settings_json(const PlaygroundConfig& c) {
+  return {{"model", model_kind_name(c.model)}, {"sentences", c.sentences}, {"seed", c.seed},
+          {"d_model", c.d_model},  {"max_len", c.max_len},       {"mask", mask_kind_name(c.mask)},
+          {"num_heads", c.num_heads}, {"num_layers", c.num_layers}, {"d_ff", c.d_ff},
+          {"num_classes", c.num_classes}, {"dropout", float(c.dropout)}, {"train", c.train},
+          {"norm_first", c.norm_first}};
+}
+
+std::string sentences_text(const std::vector<std::string>& sentences) {
+  std::string out;
+  for (size_t i = 0; i < sentences.size(); ++i) out += (i ? "\n" : "") + sentences[i];
+  return out;
+}
+
+std::vector<std::string> parse_sentences_text(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!split_words(line).empty()) out.push_back(line);
+    start = end + 1;
+  }
+  return out;
+}
+
+// --- computing ---
+
+namespace {
+
+Tensor unmasked_softmax(const Tensor& q, const Tensor& k, const Tensor& v) {
+  return scaled_dot_product_attention(q, k, v).attention_weights;
+}
+
+// [B, H, S, d] → [B·H, S, d] (a copy with a new shape).
+Tensor fold_heads(const Tensor& t) {
+  const auto& s = t.shape();
+  Tensor out = Tensor::from_shape({s[0] * s[1], s[2], s[3]});
+  std::copy(t.begin(), t.end(), out.begin());
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<Computed> compute(const PlaygroundConfig& c) {
+  const auto start = std::chrono::steady_clock::now();
+  auto out = std::make_unique<Computed>();
+  if (c.sentences.empty()) throw InputError("enter at least one sentence");
+  if (c.model == ModelKind::tutorial) {
+    TutorialConfig t;
+    t.sentences = c.sentences;
+    t.seed = c.seed;
+    t.d_model = c.d_model;
+    t.max_len = c.max_len;
+    t.mask = c.mask;
+    // The playground draws every stage: refuse what would not be drawable before computing.
+    {
+      Vocab v;
+      const TokenBatch b = tokenize_batch(c.sentences, v);
+      const double floats = double(b.batch) * double(b.seq) * (8.0 * double(c.d_model) + 6.0 * double(b.seq));
+      if (floats > max_trace_floats)
+        throw InputError("too big for the playground: the trace would hold " + std::to_string(size_t(floats)) +
+                         " numbers (at most " + std::to_string(size_t(max_trace_floats)) + ")");
+    }
+    TutorialRun run = run_tutorial(t);
+    out->vocab = run.vocab;
+    out->tokens = run.batch.tokens;
+    out->header = tutorial_json(TutorialRun{run.config, run.vocab, run.batch, TutorialParameters(), Trace()});
+    out->header.erase("stages");
+    out->pe_table = positional_encoding_table(c.max_len, c.d_model);
+    out->unmasked_weights = unmasked_softmax(run.trace.at("query"), run.trace.at("key"), run.trace.at("value"));
+    out->parameter_count = run.vocab.size() * c.d_model + 3 * c.d_model * c.d_model;
+    out->mask = run.trace.at("mask");
+    out->trace = std::move(run.trace);
+  } else {
+    Vocab vocab;
+    TokenBatch batch = tokenize_batch(c.sentences, vocab);
+    TransformerConfig t;
+    t.vocab_size = vocab.size();
+    t.d_model = c.d_model;
+    t.num_heads = c.num_heads;
+    t.num_layers = c.num_layers;
+    t.d_ff = c.d_ff;
+    t.max_len = c.max_len;
+    t.num_classes = c.num_classes;
+    t.dropout = c.dropout;
+    t.norm_first = c.norm_first;
+    validate(t);
+    if (batch.seq > t.max_len)
+      throw InputError("a sentence has " + std::to_string(batch.seq) + " tokens, more than max_len " +
+                       std::to_string(t.max_len));
+    const double bs = double(batch.batch) * double(batch.seq);
+    const double floats = 8.0 * bs * double(t.d_model) +
+                          double(t.num_layers) * bs * (12.0 * double(t.d_model) + 2.0 * double(t.num_heads) * double(batch.seq) + double(t.ff_width()));
+    if (floats > max_trace_floats)
+      throw InputError("too big for the playground: the trace would hold " + std::to_string(size_t(floats)) +
+                       " numbers (at most " + std::to_string(size_t(max_trace_floats)) + ")");
+    TorchGenerator gen(c.seed);
+    const TransformerModel model = init_transformer(t, gen);
+    Trace trace = classify(model, batch.ids, batch.batch, batch.seq, c.mask, c.train ? &gen : nullptr);
+    out->parameter_count = parameter_count(model);
+    Json doc = {{"config", config_to_json(model.config)},
+                {"mode", c.train ? "train" : "eval"},
+                {"parameter_count", out->parameter_count}};
+    Json vj = Json::object();
+    for (size_t id = 0; id < vocab.size(); ++id) vj[vocab.tokens()[id]] = id;
+    doc["vocab"] = std::move(vj);
+    doc["tokens"] = batch.tokens;
+    out->header = std::move(doc);
+    out->pe_table = positional_encoding_table(t.max_len, t.d_model);
+    if (t.num_layers > 0) {
+      const Tensor& q = trace.at("layers.0.self_attn.query");
+      const auto s = q.shape();
+      Tensor w = unmasked_softmax(fold_heads(q), fold_heads(trace.at("layers.0.self_attn.key")),
+                                  fold_heads(trace.at("layers.0.self_attn.value")));
+      Tensor shaped = Tensor::from_shape({s[0], s[1], s[2], s[2]});
+      std::copy(w.begin(), w.end(), shaped.begin());
+      out->unmasked_weights = std::move(shaped);
+    }
+    out->mask = to_tensor(attention_mask(c.mask, batch.ids, batch.batch, batch.seq));
+    out->vocab = std::move(vocab);
+    out->tokens = std::move(batch.tokens);
+    out->trace = std::move(trace);
+  }
+  out->compute_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+Json Computed::json() const {
+  Json doc = header;
+  doc["stages"] = stages_json(trace);
+  return doc;
+}
+
+void Playground::set_config(const PlaygroundConfig& config) {
+  if (config == config_) return;
+  config_ = config;
+  dirty_ = true;
+  ++config_generation_;
+}
+
+bool Playground::update() {
+  if (!dirty_) return false;
+  dirty_ = false;
+  ++compute_count_;
+  ++result_generation_;
+  try {
+    result_ = compute(config_);
+    error_.clear();
+  } catch (const InputError& e) {
+    result_.reset();
+    error_ = e.what();
+  } catch (const std::bad_alloc&) {
+    result_.reset();
+    error_ = "out of memory: this configuration is too big";
+  } catch (const std::exception& e) {
+    result_.reset();
+    error_ = std::string("error: ") + e.what();
+  }
+  return true;
+}
+
+// --- stage views ---
+
+Slice slice_2d(const Tensor& t, const std::vector<size_t>& index) {
+  Slice s;
+  const auto& shape = t.shape();
+  if (shape.empty()) {
+    s.rows = s.cols = 1;
+    s.values.assign(t.begin(), t.end());
+    return s;
+  }
+  if (shape.size() == 1) {
+    s.rows = 1;
+    s.cols = shape[0];
+    s.values.assign(t.begin(), t.end());
+    return s;
+  }
+  s.rows = shape[shape.size() - 2];
+  s.cols = shape[shape.size() - 1];
+  size_t offset = 0;
+  for (size_t axis = 0; axis + 2 < shape.size(); ++axis) {
+    const size_t i = std::min(axis < index.size() ? index[axis] : 0, shape[axis] - 1);
+    s.leading.push_back(i);
+    offset = offset * shape[axis] + i;
+  }
+  offset *= s.rows * s.cols;
+  s.values.assign(t.data() + offset, t.data() + offset + s.rows * s.cols);
+  return s;
+}
+
+namespace {
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+}  // namespace
+
+bool is_attention_matrix(const std::string& n) {
+  return n == "mask" || ends_with(n, "scores") || ends_with(n, "attention_weights");
+}
+
+int stage_layer(const std::string& n) {
+  if (n.rfind("layers.", 0) != 0) return -1;
+  return std::atoi(n.c_str() + 7);
+}
+
+std::string stage_formula(const std::string& n) {
+  struct Rule {
+    const char* suffix;
+    const char* formula;
+  };
+  static const Rule rules[] = {
+      {"token_ids", "vocab[word]   ([PAD] = 0)"},
+      {"positional_encoding", "PE[pos, 2i] = sin(pos / 10000^(2i/d)),  PE[pos, 2i+1] = cos(...)"},
+      {"embedding", "Embedding(ids) * sqrt(d_model)"},
+      {"embedded", "embedding + PE[:S]"},
+      {"self_attn.query", "X W_Q^T + b, split into heads"},
+      {"self_attn.key", "X W_K^T + b, split into heads"},
+      {"self_attn.value", "X W_V^T + b, split into heads"},
+      {"query", "Q = X W_Q^T"},
+      {"key", "K = X W_K^T"},
+      {"value", "V = X W_V^T"},
+      {"mask", "1 = may attend, 0 = masked"},
+      {"self_attn.scores", "Q K^T / sqrt(d_k), masked_fill(mask == 0, -1e9)"},
+      {"masked_scores", "masked_fill(mask == 0, -1e9)"},
+      {"scaled_scores", "Q K^T / sqrt(d_k)"},
+      {"scores", "Q K^T"},
+      {"attention_weights", "softmax(scores, dim=-1)   rows = queries, cols = keys"},
+      {"self_attn.attention_output", "weights V, heads merged"},
+      {"attention_output", "weights V"},
+      {"self_attn.output", "concat(heads) W_O^T + b"},
+      {"norm1", "LayerNorm(x + dropout(attention))"},
+      {"ffn.output", "linear2(dropout(relu(linear1(x))))"},
+      {"norm2", "LayerNorm(x + dropout(ffn))"},
+      {".output", "the layer's output"},
+      {"encoder_output", "final LayerNorm"},
+      {"pooled", "mean over positions"},
+      {"logits", "fc(pooled)"},
+  };
+  for (const Rule& r : rules)
+    if (ends_with(n, r.suffix)) return r.formula;
+  return "";
+}
+
+// --- colours ---
+
+Rgba color_at(ColorMap map, double t) {
+  t = std::clamp(std::isfinite(t) ? t : 0.0, 0.0, 1.0);
+  // Key colours, linearly interpolated: viridis (9 stops) and RdBu_r (7 stops).
+  static const uint8_t viridis[][3] = {{68, 1, 84},    {71, 44, 122},  {59, 81, 139},  {44, 113, 142}, {33, 144, 141},
+                                       {39, 173, 129}, {92, 200, 99},  {170, 220, 50}, {253, 231, 37}};
+  static const uint8_t rdbu[][3] = {{33, 102, 172},  {103, 169, 207}, {209, 229, 240}, {247, 247, 247},
+                                    {253, 219, 199}, {239, 138, 98},  {178, 24, 43}};
+  const uint8_t(*stops)[3] = map == ColorMap::sequential ? viridis : rdbu;
+  const size_t n = map == ColorMap::sequential ? std::size(viridis) : std::size(rdbu);
+  const double x = t * double(n - 1);
+  const size_t i = std::min(size_t(x), n - 2);
+  const double f = x - double(i);
+  Rgba c{0, 0, 0, 255};
+  for (int k = 0; k < 3; ++k)
+    c[size_t(k)] = uint8_t(std::lround(double(stops[i][k]) * (1 - f) + double(stops[i + 1][k]) * f));
+  return c;
+}
+
+ValueRange value_range(const std::vector<float>& values) {
+  ValueRange r;
+  bool any = false;
+  for (float v : values) {
+    if (v <= masked_threshold || !std::isfinite(v)) continue;
+    if (!any) r.lo = r.hi = v;
+    r.lo = std::min(r.lo, v);
+    r.hi = std::max(r.hi, v);
+    any = true;
+  }
+  return r;
+}
+
+ValueRange map_range(ColorMap map, const std::vector<float>& values) {
+  ValueRange r = value_range(values);
+  if (map == ColorMap::diverging) {
+    const float m = std::max(std::fabs(r.lo), std::fabs(r.hi));
+    r.lo = -m;
+    r.hi = m;
+  }
+  return r;
+}
+
+Rgba value_color(ColorMap map, ValueRange range, float v) {
+  if (v <= masked_threshold || !std::isfinite(v)) return masked_color;
+  const double span = double(range.hi) - double(range.lo);
+  const double t = span > 0 ? (double(v) - double(range.lo)) / span : 0.5;
+  return color_at(map, t);
+}
+
+std::vector<uint8_t> slice_pixels(const Slice& s, ColorMap map, ValueRange range) {
+  std::vector<uint8_t> px(s.values.size() * 4);
+  for (size_t i = 0; i < s.values.size(); ++i) {
+    const Rgba c = value_color(map, range, s.values[i]);
+    std::copy(c.begin(), c.end(), px.begin() + std::ptrdiff_t(i * 4));
+  }
+  return px;
+}
+
+std::vector<uint8_t> png_bytes(const std::vector<uint8_t>& rgba, size_t width, size_t height, size_t cell) {
+  cell = std::max<size_t>(cell, 1);
+  const size_t w = width * cell, h = height * cell;
+  std::vector<uint8_t> big(w * h * 4);
+  for (size_t y = 0; y < h; ++y)
+    for (size_t x = 0; x < w; ++x)
+      std::copy_n(rgba.begin() + std::ptrdiff_t(((y / cell) * width + x / cell) * 4), 4,
+                  big.begin() + std::ptrdiff_t((y * w + x) * 4));
+  std::vector<uint8_t> out;
+  auto sink = [](void* context, void* data, int size) {
+    auto* o = static_cast<std::vector<uint8_t>*>(context);
+    o->insert(o->end(), static_cast<uint8_t*>(data), static_cast<uint8_t*>(data) + size);
+  };
+#ifdef ATTN_HAVE_STB
+  if (!stbi_write_png_to_func(sink, &out, int(w), int(h), 4, big.data(), int(w * 4)))
+    throw InputError("PNG encoding failed");
+#else
+  (void)sink;
+  throw InputError("PNG export is not built in (stb_image_write.h was missing)");
+#endif
+  return out;
+}
+
+std::string stage_json_text(const Stage& stage) {
+  Trace one;
+  one.record(stage.name, stage.value, stage.dtype);
+  return stages_json(one).at(0).dump();
+}
+
+std::vector<uint8_t> stage_npy_bytes(const Tensor& t) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path();
+  const std::string path = (dir / "attnlab-export.npy").string();
+  write_npy(path, t);
+  std::ifstream in(path, std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::error_code ec;
+  std::filesystem::remove(path, ec);
+  return bytes;
+}
+
+}  // namespace attn::ui

@@ -1,0 +1,145 @@
+// The playground's state without any window or ImGui: the configuration (what the user controls), its
+// URL-hash form, and the computed run (recomputed only when the configuration changes). Both shells
+// (web/, native/gui/) and the ImGui UI (ui/app.*) share it; tests/test_ui.cpp tests it headless.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/json.hpp"
+#include "core/tokenizer.hpp"
+#include "core/trace.hpp"
+#include "core/transformer.hpp"
+#include "core/tutorial.hpp"
+
+namespace attn::ui {
+
+enum class ModelKind { tutorial, transformer };  // first tutorial's attention, or the second's classifier
+
+struct PlaygroundConfig {
+  ModelKind model = ModelKind::tutorial;
+  std::vector<std::string> sentences = tutorial_sentences();
+  uint64_t seed = 0;
+  size_t d_model = 6, max_len = 100;
+  MaskKind mask = MaskKind::padding;
+  // The Transformer only (second tutorial); defaults are its TransformerClassifier's.
+  size_t num_heads = 8, num_layers = 4, d_ff = 0, num_classes = 5;
+  double dropout = 0.1;
+  bool train = false, norm_first = false;
+
+  bool operator==(const PlaygroundConfig& o) const;
+  bool operator!=(const PlaygroundConfig& o) const { return !(*this == o); }
+};
+
+// The defaults of a model kind: the first tutorial (d_model 6, max_len 100) or the second tutorial's
+// classifier (d_model 128, 8 heads, 4 layers, max_len 512, dropout 0.1); sentences, seed and mask kept.
+PlaygroundConfig defaults_for(ModelKind kind, const PlaygroundConfig& keep = PlaygroundConfig());
+std::string model_kind_name(ModelKind kind);  // "tutorial" | "transformer"
+ModelKind parse_model_kind(const std::string& text);
+
+// URL hash "#model=transformer&s=나는%20간다&seed=1&…": only the values that differ from the
+// defaults (sentences as repeated `s`, percent-encoded UTF-8), so the default state is "".
+std::string to_hash(const PlaygroundConfig& config);
+// Parses a hash (with or without '#'); unknown keys and bad values throw InputError naming them.
+PlaygroundConfig from_hash(const std::string& hash);
+std::string percent_encode(const std::string& text);
+std::string percent_decode(const std::string& text);  // throws InputError on a bad escape
+
+// Applies a JSON object of settings ({sentences, seed, d_model, num_heads, num_layers, d_ff, max_len,
+// num_classes, mask, dropout, train, norm_first, model}) on top of `base`; `model` first (it resets the
+// sizes to that model's defaults). Unknown keys and wrong types throw InputError.
+PlaygroundConfig apply_settings(const PlaygroundConfig& base, const Json& settings);
+Json settings_json(const PlaygroundConfig& config);  // the same keys, all of them
+
+// The sentences as the text field shows them: one per line; and back (blank lines are skipped).
+std::string sentences_text(const std::vector<std::string>& sentences);
+std::vector<std::string> parse_sentences_text(const std::string& text);
+
+// What one configuration computes.
+struct Computed {
+  Vocab vocab;
+  std::vector<std::vector<std::string>> tokens;  // [B][S], padded with [PAD]
+  Trace trace;                                   // the stages in order
+  Tensor pe_table;                               // the whole positional table [max_len, d_model]
+  Tensor mask;                                   // the attention mask [B, S, S], 1 = may attend
+  Tensor unmasked_weights;                       // softmax without a mask: [B, S, S], or [B, H, S, S] of layer 0
+  Json header;  // the trace document without its stages (built on demand: json())
+  // The `attn tutorial --json` / `attn encode --json` document.
+  Json json() const;
+  size_t parameter_count = 0;
+  double compute_ms = 0;
+};
+
+// Runs the engine; throws InputError for anything the user can get wrong (and for sizes the playground
+// refuses to draw: more than `max_trace_floats` floats in the trace).
+std::unique_ptr<Computed> compute(const PlaygroundConfig& config);
+inline constexpr double max_trace_floats = 64.0 * 1024 * 1024;
+
+// The configuration, its last result or error, recomputed lazily and only after a change.
+class Playground {
+ public:
+  explicit Playground(PlaygroundConfig config = PlaygroundConfig()) : config_(std::move(config)) {}
+  const PlaygroundConfig& config() const { return config_; }
+  // Replaces the configuration; does nothing (and keeps the result) when it is unchanged.
+  void set_config(const PlaygroundConfig& config);
+  // Computes if the configuration changed since the last computation; returns true if it ran.
+  bool update();
+  const Computed* result() const { return result_.get(); }  // null when the configuration is in error
+  const std::string& error() const { return error_; }
+  uint64_t config_generation() const { return config_generation_; }  // +1 per configuration change
+  uint64_t result_generation() const { return result_generation_; }  // +1 per computation
+  size_t compute_count() const { return compute_count_; }
+
+ private:
+  PlaygroundConfig config_;
+  std::unique_ptr<Computed> result_;
+  std::string error_;
+  bool dirty_ = true;
+  uint64_t config_generation_ = 1, result_generation_ = 0;
+  size_t compute_count_ = 0;
+};
+
+// --- views of a stage ---
+
+// A 2-D slice of a stage: the last two axes, the leading ones fixed by `index` (clamped); a 1-D stage
+// is one row. Values in row-major order.
+struct Slice {
+  size_t rows = 0, cols = 0;
+  std::vector<float> values;
+  std::vector<size_t> leading;  // the fixed leading indices actually used
+};
+Slice slice_2d(const Tensor& t, const std::vector<size_t>& index);
+// Every stage but token_ids is a float stage; attention matrices are [.., S, S] stages whose name ends
+// in scores/weights or is `mask`.
+bool is_attention_matrix(const std::string& stage_name);
+std::string stage_formula(const std::string& stage_name);  // e.g. "softmax(masked, dim=-1)"
+// "layers.1.self_attn.scores" → 1; -1 for a stage outside the layers.
+int stage_layer(const std::string& stage_name);
+
+// --- colour maps ---
+using Rgba = std::array<uint8_t, 4>;
+enum class ColorMap { sequential, diverging };
+// t in [0, 1] (clamped): sequential = viridis, diverging = RdBu reversed (blue − white + red).
+Rgba color_at(ColorMap map, double t);
+// Values ≤ masked_threshold (masked_fill's -1e9) are not part of the range and drawn grey.
+inline constexpr float masked_threshold = -1e8f;
+inline constexpr Rgba masked_color = {96, 96, 96, 255};
+struct ValueRange {
+  float lo = 0, hi = 0;
+};
+ValueRange value_range(const std::vector<float>& values);  // ignoring masked values; lo == hi possible
+// Diverging maps centre the range on 0 (lo = -hi = -max|v|).
+ValueRange map_range(ColorMap map, const std::vector<float>& values);
+Rgba value_color(ColorMap map, ValueRange range, float v);
+// RGBA pixels of a slice, one per cell (rows × cols × 4 bytes).
+std::vector<uint8_t> slice_pixels(const Slice& s, ColorMap map, ValueRange range);
+// The same image scaled up by `cell` pixels per cell, as PNG bytes (stb_image_write).
+std::vector<uint8_t> png_bytes(const std::vector<uint8_t>& rgba, size_t width, size_t height, size_t cell = 1);
+// A stage as {"name", "shape", "data"} and as .npy bytes (numpy.save's format).
+std::string stage_json_text(const Stage& stage);
+std::vector<uint8_t> stage_npy_bytes(const Tensor& t);
+
+}  // namespace attn::ui

@@ -1,0 +1,184 @@
+// The web playground: the UI of ui/ in a WebGL2 canvas (GLFW from Emscripten, ImGui's OpenGL ES 3
+// backend). The page (shell.html) holds the sentence text field (IME composition works there, not in a
+// canvas); api.js exposes window.attnlab and keeps the URL hash in sync. C functions below are its API.
+#include <GLFW/glfw3.h>
+#include <emscripten.h>
+#include <emscripten/html5.h>
+#include <imgui.h>
+#include <imgui_impl_glfw.h>
+#include <imgui_impl_opengl3.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "ui/app.hpp"
+
+namespace {
+
+class WebPlatform : public attn::ui::Platform {
+ public:
+  ImTextureID upload_texture(ImTextureID existing, int width, int height, const uint8_t* rgba) override {
+    GLuint id = GLuint(reinterpret_cast<intptr_t>(existing));
+    if (!id) glGenTextures(1, &id);
+    glBindTexture(GL_TEXTURE_2D, id);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA, width, height, 0, GL_RGBA, GL_UNSIGNED_BYTE, rgba);
+    return reinterpret_cast<ImTextureID>(intptr_t(id));
+  }
+  void delete_texture(ImTextureID texture) override {
+    const GLuint id = GLuint(reinterpret_cast<intptr_t>(texture));
+    glDeleteTextures(1, &id);
+  }
+  std::string save_file(const std::string& name, const std::vector<uint8_t>& bytes, const std::string& mime) override {
+    EM_ASM({ Module.attnlabDownload(UTF8ToString($0), HEAPU8.slice($1, $1 + $2), UTF8ToString($3)); }, name.c_str(),
+           bytes.data(), bytes.size(), mime.c_str());
+    return "downloaded " + name;
+  }
+  bool external_sentence_field() const override { return true; }
+  std::string font_path() const override { return "/font.ttf"; }  // api.js writes it before main
+};
+
+struct State {
+  GLFWwindow* window = nullptr;
+  attn::ui::Playground playground;
+  WebPlatform platform;
+  attn::ui::App* app = nullptr;
+  uint64_t published_generation = 0;
+  long frames = 0;
+  double last_frame_ms = 0;
+  std::string text;  // the last string handed to JS
+};
+State* state = nullptr;
+
+void publish_config() {  // URL hash and text field follow the configuration
+  if (state->published_generation == state->playground.config_generation()) return;
+  state->published_generation = state->playground.config_generation();
+  const std::string hash = attn::ui::to_hash(state->playground.config());
+  const std::string text = attn::ui::sentences_text(state->playground.config().sentences);
+  EM_ASM({ Module.attnlabConfigChanged(UTF8ToString($0), UTF8ToString($1)); }, hash.c_str(), text.c_str());
+}
+
+void frame() {
+  const auto start = std::chrono::steady_clock::now();
+  glfwPollEvents();
+  double css_w = 0, css_h = 0;
+  emscripten_get_element_css_size("#canvas", &css_w, &css_h);
+  int w = 0, h = 0;
+  glfwGetWindowSize(state->window, &w, &h);
+  if (css_w > 0 && css_h > 0 && (int(css_w) != w || int(css_h) != h)) glfwSetWindowSize(state->window, int(css_w), int(css_h));
+  if (state->app->update_fonts()) {
+    ImGui_ImplOpenGL3_DestroyFontsTexture();
+    ImGui_ImplOpenGL3_CreateFontsTexture();
+  }
+  ImGui_ImplOpenGL3_NewFrame();
+  ImGui_ImplGlfw_NewFrame();
+  ImGui::NewFrame();
+  state->app->draw();
+  ImGui::Render();
+  glfwGetFramebufferSize(state->window, &w, &h);
+  glViewport(0, 0, w, h);
+  glClearColor(0.1f, 0.1f, 0.12f, 1.0f);
+  glClear(GL_COLOR_BUFFER_BIT);
+  ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+  publish_config();
+  state->last_frame_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (++state->frames == 1) EM_ASM({ Module.attnlabFirstFrame(); });
+}
+
+const char* hand_to_js(std::string text) {
+  state->text = std::move(text);
+  return state->text.c_str();
+}
+
+}  // namespace
+
+extern "C" {
+
+// The current trace document (computing first if the configuration changed); "" when in error.
+EMSCRIPTEN_KEEPALIVE const char* attnlab_trace() {
+  state->playground.update();
+  const attn::ui::Computed* r = state->playground.result();
+  return hand_to_js(r ? r->json().dump() : "");
+}
+
+// Applies a JSON object of settings and recomputes; returns "" or the reason the settings were refused.
+EMSCRIPTEN_KEEPALIVE const char* attnlab_set(const char* json) {
+  try {
+    const attn::Json settings = attn::Json::parse(json);
+    state->playground.set_config(attn::ui::apply_settings(state->playground.config(), settings));
+    state->playground.update();
+    publish_config();
+    return hand_to_js("");
+  } catch (const std::exception& e) {
+    return hand_to_js(e.what());
+  }
+}
+
+EMSCRIPTEN_KEEPALIVE const char* attnlab_set_hash(const char* hash) {
+  try {
+    const attn::ui::PlaygroundConfig c = attn::ui::from_hash(hash);
+    state->playground.set_config(c);
+    return hand_to_js("");
+  } catch (const std::exception& e) {
+    return hand_to_js(e.what());
+  }
+}
+
+EMSCRIPTEN_KEEPALIVE void attnlab_set_sentences(const char* text) {
+  attn::ui::PlaygroundConfig c = state->playground.config();
+  c.sentences = attn::ui::parse_sentences_text(text);
+  state->playground.set_config(c);
+  state->published_generation = state->playground.config_generation();  // the field already shows it
+  EM_ASM({ Module.attnlabConfigChanged(UTF8ToString($0), null); }, attn::ui::to_hash(c).c_str());
+}
+
+EMSCRIPTEN_KEEPALIVE void attnlab_select_stage(const char* name) { state->app->select_stage(name); }
+
+// {settings, hash, error, compute_ms, compute_count, frames, last_frame_ms, view}
+EMSCRIPTEN_KEEPALIVE const char* attnlab_state() {
+  const attn::ui::Computed* r = state->playground.result();
+  attn::Json doc = {{"settings", attn::ui::settings_json(state->playground.config())},
+                    {"hash", attn::ui::to_hash(state->playground.config())},
+                    {"error", state->playground.error()},
+                    {"compute_ms", r ? r->compute_ms : 0.0},
+                    {"compute_count", state->playground.compute_count()},
+                    {"frames", state->frames},
+                    {"last_frame_ms", state->last_frame_ms},
+                    {"view", state->app->view_json()}};
+  return hand_to_js(doc.dump());
+}
+
+}  // extern "C"
+
+int main() {
+  state = new State();
+  // The configuration in the URL hash (a shared link), if any.
+  EM_ASM({
+    const error = Module.ccall('attnlab_set_hash', 'string', ['string'], [String(location.hash)]);
+    if (error) console.warn('attnlab: ignoring the URL hash: ' + error);
+  });
+  if (!glfwInit()) return 1;
+  glfwWindowHint(GLFW_CLIENT_API, GLFW_OPENGL_ES_API);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 0);
+  double css_w = 1280, css_h = 800;
+  emscripten_get_element_css_size("#canvas", &css_w, &css_h);
+  state->window = glfwCreateWindow(int(css_w), int(css_h), "attnlab", nullptr, nullptr);
+  if (!state->window) return 1;
+  glfwMakeContextCurrent(state->window);
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  ImGui::GetIO().IniFilename = nullptr;
+  ImGui_ImplGlfw_InitForOpenGL(state->window, true);
+  ImGui_ImplOpenGL3_Init("#version 300 es");
+  state->app = new attn::ui::App(state->playground, state->platform);
+  emscripten_set_main_loop(frame, 0, true);
+  return 0;
+}
