@@ -266,7 +266,7 @@ size_t record_line(const std::string& record) {
   if (record.compare(0, prefix.size(), prefix) != 0 || end == prefix.size() || end >= record.size() ||
       (record[end] != ',' && record[end] != '}'))
     throw InputError("not a record of attn batch (it must start with {\"line\":N)");
-  return std::stoull(record.substr(prefix.size(), end - prefix.size()));
+  return static_cast<size_t>(std::stoull(record.substr(prefix.size(), end - prefix.size())));
 }
 
 Shard parse_shard(const std::string& text) {
