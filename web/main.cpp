@@ -15,27 +15,12 @@
 
 #include "core/error.hpp"
 #include "ui/app.hpp"
+#include "ui/gl_platform.hpp"
 
 namespace {
 
-class WebPlatform : public attn::ui::Platform {
+class WebPlatform : public attn::ui::GlPlatform {
  public:
-  ImTextureID upload_texture(ImTextureID existing, int width, int height, const uint8_t* rgba) override {
-    GLuint id = GLuint(reinterpret_cast<intptr_t>(existing));
-    if (!id) glGenTextures(1, &id);
-    glBindTexture(GL_TEXTURE_2D, id);
-    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
-    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
-    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
-    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
-    glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA, width, height, 0, GL_RGBA, GL_UNSIGNED_BYTE, rgba);
-    return reinterpret_cast<ImTextureID>(intptr_t(id));
-  }
-  void delete_texture(ImTextureID texture) override {
-    const GLuint id = GLuint(reinterpret_cast<intptr_t>(texture));
-    glDeleteTextures(1, &id);
-  }
   std::string save_file(const std::string& name, const std::vector<uint8_t>& bytes, const std::string& mime) override {
     EM_ASM({ Module.attnlabDownload(UTF8ToString($0), HEAPU8.slice($1, $1 + $2), UTF8ToString($3)); }, name.c_str(),
            bytes.data(), bytes.size(), mime.c_str());
