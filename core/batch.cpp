@@ -128,6 +128,10 @@ void check_indices(const std::vector<size_t>& values, size_t limit, const std::s
       throw InputError(what + " " + std::to_string(v) + " does not exist (the model has " + std::to_string(limit) + ")");
 }
 
+[[noreturn]] void bad_file(const std::string& path, const std::string& why) {
+  throw InputError("'" + path + "': " + why);
+}
+
 }  // namespace
 
 std::optional<InputFormat> format_from_name(const std::string& path) {
@@ -234,25 +238,183 @@ StageSelection select_stages(const Trace& sample, const TransformerConfig& confi
     }
   }
   for (size_t i = 0; i < keep.size(); ++i)
-    if (keep[i]) selection.names.push_back(sample.stages()[i].name);
+    if (keep[i]) {
+      selection.names.push_back(sample.stages()[i].name);
+      selection.dtypes.push_back(sample.stages()[i].dtype);
+    }
   return selection;
 }
 
-std::string item_record(const Item& item, const Trace& trace, size_t row, const StageSelection& selection) {
+ItemArrays item_arrays(const Item& item, const Trace& trace, size_t row, const StageSelection& selection) {
+  ItemArrays out{item.line, item.id, item.tokens, item.ids, {}};
+  for (const auto& stage : trace.stages()) {
+    if (std::find(selection.names.begin(), selection.names.end(), stage.name) == selection.names.end()) continue;
+    Tensor value = item_row(stage.value, row);
+    if (is_per_head(stage) && !selection.heads.empty()) value = select_heads(value, selection.heads);
+    out.stages.push_back(std::move(value));
+  }
+  if (out.stages.size() != selection.names.size()) throw std::logic_error("batch::item_arrays: a stage is missing");
+  return out;
+}
+
+std::string item_record(const ItemArrays& item, const StageSelection& selection) {
   Json record = {{"line", item.line}, {"id", item.id}};
   if (selection.tokens) {
     if (!item.tokens.empty()) record["tokens"] = item.tokens;
     record["ids"] = item.ids;
   }
   Json stages = Json::object();
-  for (const auto& stage : trace.stages()) {
-    if (std::find(selection.names.begin(), selection.names.end(), stage.name) == selection.names.end()) continue;
-    Tensor value = item_row(stage.value, row);
-    if (is_per_head(stage) && !selection.heads.empty()) value = select_heads(value, selection.heads);
-    stages[stage.name] = stage_json(value, stage.dtype);
-  }
+  for (size_t i = 0; i < selection.names.size(); ++i)
+    stages[selection.names[i]] = stage_json(item.stages[i], selection.dtypes[i]);
   record["stages"] = std::move(stages);
   return record.dump() + "\n";
+}
+
+std::string item_record(const Item& item, const Trace& trace, size_t row, const StageSelection& selection) {
+  return item_record(item_arrays(item, trace, row, selection), selection);
+}
+
+std::string index_record(const ItemArrays& item, const StageSelection& selection, bool with_ids) {
+  Json record = {{"line", item.line}, {"id", item.id}, {"length", item.ids.size()}};
+  if (selection.tokens && !item.tokens.empty()) record["tokens"] = item.tokens;
+  if (selection.tokens && with_ids) record["ids"] = item.ids;
+  return record.dump() + "\n";
+}
+
+std::vector<StageLayout> stage_layouts(const TransformerModel& model, MaskKind mask, const StageSelection& selection) {
+  const Item one{1, nullptr, {}, {0}}, two{1, nullptr, {}, {0, 0}};
+  const ItemArrays a = item_arrays(one, compute(model, {one}, mask), 0, selection);
+  const ItemArrays b = item_arrays(two, compute(model, {two}, mask), 0, selection);
+  std::vector<StageLayout> layouts;
+  for (size_t i = 0; i < selection.names.size(); ++i) {
+    const Shape sa(a.stages[i].shape().begin(), a.stages[i].shape().end());
+    const Shape sb(b.stages[i].shape().begin(), b.stages[i].shape().end());
+    layouts.push_back({selection.names[i], sa == sb, sa});
+  }
+  return layouts;
+}
+
+size_t dtype_size(const std::string& dtype) {
+  if (dtype == "F32") return 4;
+  if (dtype == "I64") return 8;
+  if (dtype == "U8") return 1;
+  throw InputError("dtype '" + dtype + "' is not one attn batch writes (F32, I64, U8)");
+}
+
+std::string safetensors_header(const std::vector<TensorEntry>& tensors,
+                               const std::map<std::string, std::string>& metadata) {
+  Json header = Json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  uint64_t offset = 0;
+  for (const auto& t : tensors) {
+    if (t.name == "__metadata__" || header.contains(t.name))
+      throw std::logic_error("batch::safetensors_header: tensor name '" + t.name + "' twice or reserved");
+    uint64_t bytes = dtype_size(t.dtype);
+    for (size_t d : t.shape) bytes *= d;
+    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string text = header.dump();
+  text.resize((text.size() + 7) / 8 * 8, ' ');
+  std::string out(8, '\0');
+  for (size_t i = 0; i < 8; ++i) out[i] = char((uint64_t(text.size()) >> (8 * i)) & 0xFF);
+  return out + text;
+}
+
+SafetensorsHeader parse_safetensors_header(const std::string& path, const std::string& json_text,
+                                           uint64_t file_size) {
+  const auto fail = [&](const std::string& why) { bad_file(path, why); };
+  SafetensorsHeader out;
+  out.data_start = 8 + json_text.size();
+  if (file_size < out.data_start) fail("truncated safetensors header");
+  Json header;
+  try {
+    header = Json::parse(json_text);
+  } catch (const Json::exception& e) {
+    fail(std::string("the safetensors header is not valid JSON: ") + e.what());
+  }
+  if (!header.is_object()) fail("the safetensors header is not a JSON object");
+  try {
+    for (const auto& [name, value] : header.items()) {
+      if (name == "__metadata__") {
+        for (const auto& [key, text] : value.items()) out.metadata[key] = text.get<std::string>();
+        continue;
+      }
+      StoredTensor t;
+      t.entry = {name, value.at("dtype").get<std::string>(), value.at("shape").get<Shape>()};
+      const auto offsets = value.at("data_offsets").get<std::vector<uint64_t>>();
+      if (offsets.size() != 2) fail("tensor '" + name + "': data_offsets must be [begin, end]");
+      t.begin = offsets[0];
+      t.end = offsets[1];
+      if (t.entry.dtype != "F32" && t.entry.dtype != "I64" && t.entry.dtype != "U8")
+        fail("tensor '" + name + "': dtype '" + t.entry.dtype + "' is not one attn batch writes (F32, I64, U8)");
+      uint64_t bytes = dtype_size(t.entry.dtype);
+      for (size_t d : t.entry.shape)
+        if (__builtin_mul_overflow(bytes, uint64_t(d), &bytes)) fail("tensor '" + name + "': shape too large");
+      if (t.end < t.begin || t.end - t.begin != bytes)
+        fail("tensor '" + name + "': data_offsets do not match its dtype and shape");
+      out.tensors.push_back(std::move(t));
+    }
+  } catch (const Json::exception& e) {
+    fail(std::string("malformed safetensors header: ") + e.what());
+  }
+  std::sort(out.tensors.begin(), out.tensors.end(),
+            [](const StoredTensor& a, const StoredTensor& b) { return a.begin < b.begin; });
+  uint64_t offset = 0;
+  for (const auto& t : out.tensors) {
+    if (t.begin != offset) fail("tensor '" + t.entry.name + "': the data has a gap or an overlap before it");
+    offset = t.end;
+  }
+  if (offset != file_size - out.data_start)
+    fail("the tensors hold " + std::to_string(offset) + " bytes of data, the file has " +
+         std::to_string(file_size - out.data_start) + " (truncated or changed)");
+  return out;
+}
+
+void Fnv1a::update(const void* data, size_t size) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  uint64_t h = h_;
+  for (size_t i = 0; i < size; ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+  h_ = h;
+}
+
+std::string Fnv1a::hex() const {
+  static const char digits[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (size_t i = 0; i < 16; ++i) out[15 - i] = digits[(h_ >> (4 * i)) & 0xF];
+  return out;
+}
+
+Json vocab_identity(const Vocab* vocab) {
+  if (!vocab) return nullptr;
+  Fnv1a h;
+  for (const auto& token : vocab->tokens()) h.update(token.c_str(), token.size() + 1);
+  return {{"size", vocab->size()}, {"fnv1a64", h.hex()}};
+}
+
+Json model_identity(const TransformerModel& model) {
+  Fnv1a h;
+  for (const auto& [name, value] : state_dict(model)) {
+    h.update(name.c_str(), name.size() + 1);
+    for (size_t d : value.shape()) {
+      const uint64_t dim = d;
+      h.update(&dim, sizeof dim);
+    }
+    h.update(value.data(), value.size() * sizeof(float));
+  }
+  return {{"config", config_to_json(model.config)}, {"fnv1a64", h.hex()}};
+}
+
+void add_sentence_words(Vocab& vocab, const RawItem& raw) {
+  if (!raw.error.empty() || !raw.text || !is_valid_utf8(*raw.text)) return;
+  for (const auto& word : split_words(*raw.text)) vocab.add(word);
+}
+
+std::string vocab_json(const Vocab& vocab) {
+  std::string out = "{";
+  for (size_t id = 0; id < vocab.size(); ++id)
+    out += (id ? ", " : "") + Json(vocab.tokens()[id]).dump() + ": " + std::to_string(id);
+  return out + "}\n";
 }
 
 std::string error_record(size_t line, const Json& id, const std::string& reason) {

@@ -9,6 +9,7 @@
 // --batch-size and --threads.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -82,6 +83,7 @@ Trace compute(const TransformerModel& model, const std::vector<Item>& items, Mas
 struct StageSelection {
   bool tokens = false;             // "tokens": the record's "tokens" (text items) and "ids"
   std::vector<std::string> names;  // trace stage names, in trace order
+  std::vector<PrintDtype> dtypes;  // each name's dtype (ids and masks are written as integers in JSON)
   std::vector<size_t> heads;       // heads kept of per-head stages ([B, H, S, S]); empty = all
 };
 // `requested`: stage names as in the trace ("logits", "layers.3.self_attn.attention_weights") or a
@@ -93,9 +95,84 @@ StageSelection select_stages(const Trace& sample, const TransformerConfig& confi
                              const std::vector<std::string>& requested, const std::vector<size_t>& layers,
                              const std::vector<size_t>& heads);
 
+// One item's output in every format: its selected stages, each the item's row of the batch's stage
+// without the batch dimension (per-head stages cut to the selected heads), in `selection.names` order.
+struct ItemArrays {
+  size_t line = 0;
+  Json id;
+  std::vector<std::string> tokens;  // text items; empty for ids items
+  std::vector<int64_t> ids;
+  std::vector<Tensor> stages;
+};
+ItemArrays item_arrays(const Item& item, const Trace& trace, size_t row, const StageSelection& selection);
 // One item's record, one line (with its '\n'): {"line", "id", ["tokens",] ["ids",] "stages": {name:
-// {"shape", "data"}}}. Each stage is the item's row of the batch's stage, without the batch dimension.
+// {"shape", "data"}}}.
+std::string item_record(const ItemArrays& item, const StageSelection& selection);
 std::string item_record(const Item& item, const Trace& trace, size_t row, const StageSelection& selection);
+// The index line of --format safetensors and npy-dir: {"line", "id", "length"[, "tokens"][, "ids"]}
+// ("tokens" for text items and "ids" only when `with_ids`, both only with the tokens stage).
+std::string index_record(const ItemArrays& item, const StageSelection& selection, bool with_ids);
+
+// How a selected stage's item shape depends on the item's length S: fixed (logits: [C]) or not
+// (attention_weights: [H, S, S]); `shape` is the item shape when fixed, else only its rank counts.
+struct StageLayout {
+  std::string name;
+  bool fixed = false;
+  Shape shape;
+};
+// Compares each selected stage at lengths 1 and 2.
+std::vector<StageLayout> stage_layouts(const TransformerModel& model, MaskKind mask, const StageSelection& selection);
+
+// --- safetensors written piece by piece (--format safetensors and attn merge) ---
+
+struct TensorEntry {
+  std::string name, dtype;  // "F32", "I64", "U8"
+  Shape shape;
+};
+size_t dtype_size(const std::string& dtype);  // 4, 8, 1; throws InputError for others
+// The file's first bytes: the 8-byte length and the JSON header (data_offsets one tensor after the
+// other, in the given order), padded with spaces to a multiple of 8 bytes. Deterministic.
+std::string safetensors_header(const std::vector<TensorEntry>& tensors,
+                               const std::map<std::string, std::string>& metadata);
+// A header's tensors, in the order of their data, with where each starts in the data; checks the
+// rules (known dtype, offsets matching shape, data contiguous and exactly `data_size` bytes).
+struct StoredTensor {
+  TensorEntry entry;
+  uint64_t begin = 0, end = 0;
+};
+struct SafetensorsHeader {
+  std::vector<StoredTensor> tensors;
+  std::map<std::string, std::string> metadata;
+  uint64_t data_start = 0;  // 8 + header length
+};
+// `file_size`: the whole file's. Throws InputError naming `path` and the rule broken.
+SafetensorsHeader parse_safetensors_header(const std::string& path, const std::string& json_text,
+                                           uint64_t file_size);
+
+// --- the identity of a run (attn merge and --resume check it) ---
+
+// FNV-1a, 64 bits (not cryptographic: it tells runs apart, it does not guard against forgery).
+class Fnv1a {
+ public:
+  void update(const void* data, size_t size);
+  void update(const std::string& text) { update(text.data(), text.size()); }
+  uint64_t value() const { return h_; }
+  std::string hex() const;  // 16 lowercase hex digits
+
+ private:
+  uint64_t h_ = 14695981039346656037ull;
+};
+// {"size", "fnv1a64"} of the tokens in id order (each followed by a NUL byte); null without one.
+Json vocab_identity(const Vocab* vocab);
+// {"config", "fnv1a64"}: the config, and the state_dict (names, shapes, float32 bytes) hashed.
+Json model_identity(const TransformerModel& model);
+
+// The vocabulary of a run without --vocab, built in a first pass: [PAD] = 0, then each word of each
+// sentence (a text line, a JSON line's "text") in order of first appearance. A line that does not
+// parse adds nothing; a line that parses but is refused later (too long, duplicate id) adds its words.
+void add_sentence_words(Vocab& vocab, const RawItem& raw);
+// {"[PAD]": 0, "word": 1, ...} in id order, one line: what --vocab reads.
+std::string vocab_json(const Vocab& vocab);
 // A line that cannot be computed, as written to OUTPUT.errors.jsonl: {"line", "id", "reason"}.
 std::string error_record(size_t line, const Json& id, const std::string& reason);
 // The line number a record (item or error) starts with; throws InputError if it does not start with

@@ -8,6 +8,7 @@
 #include <vector>
 #include <xsimd/xsimd.hpp>
 
+#include "core/fast_kernels.hpp"
 #include "core/torch_math.hpp"
 
 namespace attn {
@@ -130,26 +131,26 @@ float tensor_sum(const float* x, size_t n) {
   return total;
 }
 
+namespace {
+
+Gemm exact_gemm(const float* a, const float* b, float* c, size_t m, size_t k, size_t n, bool b_transposed) {
+  Gemm g;
+  g.m = m, g.n = n, g.k = k;
+  g.a = a, g.lda = k;
+  g.b = b, g.ldb = b_transposed ? k : n, g.b_transposed = b_transposed;
+  g.c = c, g.ldc = n;
+  g.rounding = Rounding::exact;
+  return g;
+}
+
+}  // namespace
+
 void matmul(const float* a, const float* b, float* c, size_t m, size_t k, size_t n) {
-  for (size_t i = 0; i < m; ++i) {
-    float* crow = c + i * n;
-    std::fill(crow, crow + n, 0.0f);
-    for (size_t p = 0; p < k; ++p) {
-      const float* brow = b + p * n;
-      const batch av(a[i * k + p]);
-      size_t j = 0;
-      for (; j + lanes <= n; j += lanes)
-        (batch::load_unaligned(crow + j) + av * batch::load_unaligned(brow + j)).store_unaligned(crow + j);
-      for (; j < n; ++j) crow[j] = crow[j] + a[i * k + p] * brow[j];
-    }
-  }
+  gemm(exact_gemm(a, b, c, m, k, n, false));
 }
 
 void matmul_nt(const float* a, const float* b, float* c, size_t m, size_t k, size_t n) {
-  std::vector<float> bt(k * n);  // Bᵀ, so the inner loop runs along contiguous rows
-  for (size_t r = 0; r < n; ++r)
-    for (size_t p = 0; p < k; ++p) bt[p * n + r] = b[r * k + p];
-  matmul(a, bt.data(), c, m, k, n);
+  gemm(exact_gemm(a, b, c, m, k, n, true));
 }
 
 void multiply_scalar(float* x, size_t n, float s) {

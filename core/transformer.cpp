@@ -385,17 +385,6 @@ Tensor add(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-// [B, S, H·dk] → [B, H, S, dk] (view + transpose(1, 2) + contiguous).
-Tensor split_heads(const Tensor& x, size_t heads) {
-  const size_t B = x.shape(0), S = x.shape(1), dk = x.shape(2) / heads;
-  Tensor out = Tensor::from_shape({B, heads, S, dk});
-  for (size_t b = 0; b < B; ++b)
-    for (size_t s = 0; s < S; ++s)
-      for (size_t h = 0; h < heads; ++h)
-        std::copy_n(x.data() + ((b * S + s) * heads + h) * dk, dk, out.data() + ((b * heads + h) * S + s) * dk);
-  return out;
-}
-
 // [B, H, S, dk] → [B, S, H·dk]
 Tensor merge_heads(const Tensor& x) {
   const size_t B = x.shape(0), H = x.shape(1), S = x.shape(2), dk = x.shape(3);
@@ -417,6 +406,16 @@ void activate(Tensor& x, Activation activation) {
 }
 
 }  // namespace
+
+Tensor split_heads(const Tensor& x, size_t heads) {
+  const size_t B = x.shape(0), S = x.shape(1), dk = x.shape(2) / heads;
+  Tensor out = Tensor::from_shape({B, heads, S, dk});
+  for (size_t b = 0; b < B; ++b)
+    for (size_t s = 0; s < S; ++s)
+      for (size_t h = 0; h < heads; ++h)
+        std::copy_n(x.data() + ((b * S + s) * heads + h) * dk, dk, out.data() + ((b * heads + h) * S + s) * dk);
+  return out;
+}
 
 Tensor layer_norm(const Tensor& x, const LayerNorm& norm, float eps) {
   const size_t d = x.shape().back(), rows_count = x.size() / d;
@@ -520,27 +519,28 @@ Tensor encoder_forward(const TransformerModel& model, Tensor x, const MaskTensor
   return c.final_norm ? layer_norm(x, model.final_norm) : x;
 }
 
-Trace classify(const TransformerModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
-               MaskKind mask_kind, TorchGenerator* dropout_gen) {
+Tensor classifier_input(const TransformerModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
+                        TorchGenerator* dropout_gen, Trace& t) {
   const TransformerConfig& c = model.config;
   if (bare_encoder(c)) throw InputError("this model has no embedding: it takes vectors, not token ids");
   if (seq > c.max_len)
     throw InputError("a sequence has " + std::to_string(seq) + " tokens, more than max_len " + std::to_string(c.max_len));
-  const size_t d = c.d_model;
-  Trace t;
   Tensor id_tensor = Tensor::from_shape({batch, seq});
   std::copy(ids.begin(), ids.end(), id_tensor.begin());
   t.record("token_ids", id_tensor, PrintDtype::int64);
   t.record("embedding", embed(model.embedding, ids, batch, seq));
-  const Tensor table = positional_encoding_table(seq, d);  // pe[:, :S]
-  t.record("positional_encoding", reshaped(table, {1, seq, d}));
+  const Tensor table = positional_encoding_table(seq, c.d_model);  // pe[:, :S]
+  t.record("positional_encoding", reshaped(table, {1, seq, c.d_model}));
   Tensor x = add_positional_encoding(t.at("embedding"), table);
   dropout(dropout_gen, x, c.dropout);
   t.record("embedded", x);
-  const MaskTensor mask = attention_mask(mask_kind, ids, batch, seq);
-  x = encoder_forward(model, x, mask_kind == MaskKind::none ? nullptr : &mask, dropout_gen, &t);
+  return x;
+}
+
+void classifier_output(const TransformerModel& model, const Tensor& x, Trace& t) {
   t.record("encoder_output", x);
-  if (!c.classifier_head) return t;
+  if (!model.config.classifier_head) return;
+  const size_t batch = x.shape(0), seq = x.shape(1), d = x.shape(2);
   Tensor pooled = Tensor::from_shape({batch, d});  // x.mean(dim=1)
   for (size_t b = 0; b < batch; ++b)
     for (size_t i = 0; i < d; ++i) {
@@ -550,6 +550,15 @@ Trace classify(const TransformerModel& model, const std::vector<int64_t>& ids, s
     }
   t.record("pooled", pooled);
   t.record("logits", linear(pooled, model.fc.weight, &model.fc.bias));
+}
+
+Trace classify(const TransformerModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
+               MaskKind mask_kind, TorchGenerator* dropout_gen) {
+  Trace t;
+  Tensor x = classifier_input(model, ids, batch, seq, dropout_gen, t);
+  const MaskTensor mask = attention_mask(mask_kind, ids, batch, seq);
+  x = encoder_forward(model, x, mask_kind == MaskKind::none ? nullptr : &mask, dropout_gen, &t);
+  classifier_output(model, x, t);
   return t;
 }
 

@@ -95,5 +95,12 @@ Tensor encoder_forward(const TransformerModel& model, Tensor x, const MaskTensor
 // layers.{i}.…, encoder_output, pooled, logits.
 Trace classify(const TransformerModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
                MaskKind mask, TorchGenerator* dropout);
+// classify's first stages (token_ids … embedded) into t; returns embedded [B, S, d].
+Tensor classifier_input(const TransformerModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
+                        TorchGenerator* dropout, Trace& t);
+// classify's last stages from the encoder output [B, S, d]: encoder_output, pooled, logits.
+void classifier_output(const TransformerModel& model, const Tensor& encoder_output, Trace& t);
+// [B, S, H·dk] → [B, H, S, dk] (view + transpose(1, 2) + contiguous): the traced form of q, k, v.
+Tensor split_heads(const Tensor& x, size_t heads);
 
 }  // namespace attn

@@ -1,0 +1,123 @@
+// The CPU backend: buffers in host memory, the fast kernels (fast_kernels.hpp) on a thread pool.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+#include <xsimd/xsimd.hpp>
+
+#include "core/backend.hpp"
+#include "core/fast_kernels.hpp"
+#include "core/kernels.hpp"
+#include "core/threads.hpp"
+#include "core/transformer.hpp"
+
+namespace attn {
+namespace {
+
+class CpuBuffer : public Buffer {
+ public:
+  explicit CpuBuffer(size_t size) : Buffer(size), data(size) {}
+  std::vector<float, xsimd::aligned_allocator<float, 64>> data;
+};
+
+float* host(Buffer& b) { return static_cast<CpuBuffer&>(b).data.data(); }
+const float* host(const Buffer& b) { return static_cast<const CpuBuffer&>(b).data.data(); }
+
+class CpuBackend : public Backend {
+ public:
+  explicit CpuBackend(size_t threads) : pool_(threads) {}
+  std::string name() const override { return "cpu"; }
+  BufferPtr allocate(size_t size) override { return BufferPtr(new CpuBuffer(size)); }
+  void upload(Buffer& dst, const float* src, size_t size) override { std::copy_n(src, size, host(dst)); }
+  void download(const Buffer& src, float* dst, size_t size) override { std::copy_n(host(src), size, dst); }
+
+  void matmul(const Buffer& a, const Buffer& b, Buffer& c, size_t m, size_t k, size_t n, bool b_transposed) override {
+    Gemm g;
+    g.m = m, g.n = n, g.k = k;
+    g.a = host(a), g.lda = k;
+    g.b = host(b), g.ldb = b_transposed ? k : n, g.b_transposed = b_transposed;
+    g.c = host(c), g.ldc = n;
+    gemm(g, &pool_);
+  }
+  void add_bias(Buffer& x, const Buffer& bias, size_t rows, size_t n) override {
+    for (size_t r = 0; r < rows; ++r) attn::add(host(x) + r * n, host(bias), host(x) + r * n, n);
+  }
+  void add(const Buffer& a, const Buffer& b, Buffer& out, size_t size) override {
+    attn::add(host(a), host(b), host(out), size);
+  }
+  void activation(Buffer& x, size_t size, Activation kind) override {
+    float* p = host(x);
+    if (kind == Activation::relu)
+      for (size_t i = 0; i < size; ++i) p[i] = std::max(p[i], 0.0f);
+    else
+      for (size_t i = 0; i < size; ++i) p[i] = 0.5f * p[i] * (1.0f + std::erf(p[i] * 0.70710678f));
+  }
+  void softmax_rows(Buffer& x, size_t rows, size_t n) override { attn::softmax_rows(host(x), rows, n); }
+  void layer_norm(const Buffer& x, const Buffer& gamma, const Buffer& beta, Buffer& y, size_t rows, size_t n,
+                  float eps) override;
+  void attention(const Buffer& q, const Buffer& k, const Buffer& v, const Buffer* key_keep, Buffer& out,
+                 const AttentionShape& shape, Buffer* weights) override;
+
+ private:
+  void attention_weights(const FlashAttention& f, float* weights);
+  ThreadPool pool_;
+  std::vector<uint8_t> keep_;
+};
+
+void CpuBackend::layer_norm(const Buffer& x, const Buffer& gamma, const Buffer& beta, Buffer& y, size_t rows,
+                            size_t n, float eps) {
+  const float *g = host(gamma), *b = host(beta);
+  for (size_t r = 0; r < rows; ++r) {
+    const float* in = host(x) + r * n;
+    float* out = host(y) + r * n;
+    float mean = 0.0f, var = 0.0f;
+    for (size_t i = 0; i < n; ++i) mean += in[i];
+    mean /= float(n);
+    for (size_t i = 0; i < n; ++i) var += (in[i] - mean) * (in[i] - mean);
+    const float rstd = 1.0f / std::sqrt(var / float(n) + eps);
+    for (size_t i = 0; i < n; ++i) out[i] = (in[i] - mean) * rstd * g[i] + b[i];
+  }
+}
+
+void CpuBackend::attention(const Buffer& q, const Buffer& k, const Buffer& v, const Buffer* key_keep, Buffer& out,
+                           const AttentionShape& shape, Buffer* weights) {
+  FlashAttention f;
+  f.q = host(q), f.k = host(k), f.v = host(v), f.out = host(out);
+  f.batch = shape.batch, f.heads = shape.heads, f.seq_q = shape.seq_q, f.seq_k = shape.seq_k;
+  f.head_dim = shape.head_dim, f.scale = shape.scale, f.causal = shape.causal;
+  if (key_keep) {
+    keep_.resize(shape.batch * shape.seq_k);
+    std::transform(host(*key_keep), host(*key_keep) + keep_.size(), keep_.begin(),
+                   [](float x) { return uint8_t(x != 0.0f); });
+    f.key_keep = keep_.data();
+  }
+  flash_attention(f, &pool_);
+  if (weights) attention_weights(f, host(*weights));
+}
+
+// softmax(q·kᵀ·scale, masked) for every head, materialised only for callers that show it.
+void CpuBackend::attention_weights(const FlashAttention& f, float* weights) {
+  const size_t stride = f.heads * f.head_dim;
+  for (size_t b = 0; b < f.batch; ++b)
+    for (size_t h = 0; h < f.heads; ++h) {
+      float* w = weights + (b * f.heads + h) * f.seq_q * f.seq_k;
+      Gemm g;
+      g.m = f.seq_q, g.n = f.seq_k, g.k = f.head_dim;
+      g.a = f.q + b * f.seq_q * stride + h * f.head_dim, g.lda = stride;
+      g.b = f.k + b * f.seq_k * stride + h * f.head_dim, g.ldb = stride, g.b_transposed = true;
+      g.c = w, g.ldc = f.seq_k;
+      gemm(g, &pool_);
+      for (size_t i = 0; i < f.seq_q; ++i)
+        for (size_t j = 0; j < f.seq_k; ++j) {
+          const bool keep = (!f.key_keep || f.key_keep[b * f.seq_k + j]) && (!f.causal || j <= i);
+          float& s = w[i * f.seq_k + j];
+          s = keep ? s * f.scale : -1e9f;
+        }
+      attn::softmax_rows(w, f.seq_q, f.seq_k);
+    }
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(size_t threads) { return std::make_unique<CpuBackend>(threads); }
+
+}  // namespace attn

@@ -1,0 +1,39 @@
+// The Transformer's forward pass on any Backend: weights uploaded once, activations in buffers reused
+// from layer to layer, scores never stored (fused attention). Eval mode only (no dropout). The host
+// gets back what it asks for: the result, and every stage when a trace is passed.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/transformer.hpp"
+
+namespace attn {
+
+class DeviceModel {
+ public:
+  DeviceModel(Backend& backend, const TransformerModel& model);  // model must outlive this
+  ~DeviceModel();
+  // Token ids [B, S] → logits [B, classes] (or the encoder output [B, S, d] for a bare encoder). With a
+  // trace: the stages classify() records, except the attention scores and weights (never stored).
+  Tensor classify(const std::vector<int64_t>& ids, size_t batch, size_t seq, MaskKind mask,
+                  Trace* trace = nullptr);
+  // The encoder stack on x [B, S, d]; key_keep [B, S] (1 = real token) or null; causal mask.
+  Tensor encode(const Tensor& x, const uint8_t* key_keep, bool causal, Trace* trace = nullptr);
+  Backend& backend() { return backend_; }
+
+ private:
+  struct Weights;
+  struct Activations;
+  void layer_forward(size_t index, size_t batch, size_t seq, bool causal, bool masked, Trace* trace);
+  void ensure_activations(size_t batch, size_t seq);
+  Tensor pull(const Buffer& buffer, const Shape& shape);
+
+  Backend& backend_;
+  const TransformerConfig config_;
+  const TransformerModel& model_;
+  std::unique_ptr<Weights> weights_;
+  std::unique_ptr<Activations> act_;
+};
+
+}  // namespace attn

@@ -1,0 +1,89 @@
+#include "core/fast_kernels.hpp"
+
+#include <cmath>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/simd_kernels.hpp"
+
+namespace attn {
+namespace {
+
+// The widest instruction set this CPU runs, unless a benchmark forced one.
+const simd::KernelTable* best_table() {
+  if (const auto* wasm = simd::wasm_table()) return wasm;
+  const auto cpu = xsimd::available_architectures();
+  if (cpu.avx512f)
+    if (const auto* t = simd::avx512_table()) return t;
+  if (cpu.fma3_avx2)
+    if (const auto* t = simd::avx2_table()) return t;
+  return simd::sse42_table();
+}
+
+const simd::KernelTable*& active() {
+  static const simd::KernelTable* table = best_table();
+  return table;
+}
+
+}  // namespace
+
+std::string kernel_isa() { return active()->isa; }
+
+void set_kernel_isa(const std::string& isa) {
+  const auto cpu = xsimd::available_architectures();
+  const simd::KernelTable* table = nullptr;
+  if (isa == "avx512" && cpu.avx512f) table = simd::avx512_table();
+  if (isa == "avx2" && cpu.fma3_avx2) table = simd::avx2_table();
+  if (isa == "sse4.2" && cpu.sse4_2) table = simd::sse42_table();
+  if (isa == "wasm-simd128") table = simd::wasm_table();
+  if (!table) throw InputError("instruction set '" + isa + "' is not available on this machine (it has " + kernel_isa() + ")");
+  active() = table;
+}
+
+void gemm(const Gemm& g, ThreadPool* pool) { active()->gemm(g, pool); }
+
+void flash_attention(const FlashAttention& f, ThreadPool* pool) {
+  if (f.causal && f.seq_q != f.seq_k) throw InputError("a causal mask needs as many queries as keys");
+  active()->flash_attention(f, pool);
+}
+
+namespace reference {
+
+void gemm(const Gemm& g) {
+  for (size_t i = 0; i < g.m; ++i)
+    for (size_t j = 0; j < g.n; ++j) {
+      double acc = g.accumulate ? g.c[i * g.ldc + j] : 0.0;
+      for (size_t p = 0; p < g.k; ++p)
+        acc += double(g.a[i * g.lda + p]) * double(g.b_transposed ? g.b[j * g.ldb + p] : g.b[p * g.ldb + j]);
+      g.c[i * g.ldc + j] = float(acc);
+    }
+}
+
+void flash_attention(const FlashAttention& f) {
+  const size_t D = f.head_dim, stride = f.heads * D;
+  std::vector<double> w(f.seq_k);
+  for (size_t b = 0; b < f.batch; ++b)
+    for (size_t h = 0; h < f.heads; ++h)
+      for (size_t i = 0; i < f.seq_q; ++i) {
+        const float* q = f.q + (b * f.seq_q + i) * stride + h * D;
+        double max = -INFINITY, sum = 0.0;
+        for (size_t j = 0; j < f.seq_k; ++j) {
+          const float* k = f.k + (b * f.seq_k + j) * stride + h * D;
+          double dot = 0.0;
+          for (size_t d = 0; d < D; ++d) dot += double(q[d]) * double(k[d]);
+          const bool keep = (!f.key_keep || f.key_keep[b * f.seq_k + j]) && (!f.causal || j <= i);
+          w[j] = keep ? dot * double(f.scale) : -1e9;
+          max = std::max(max, w[j]);
+        }
+        for (double& x : w) sum += x = std::exp(x - max);
+        float* out = f.out + (b * f.seq_q + i) * stride + h * D;
+        for (size_t d = 0; d < D; ++d) {
+          double acc = 0.0;
+          for (size_t j = 0; j < f.seq_k; ++j) acc += w[j] * double(f.v[(b * f.seq_k + j) * stride + h * D + d]);
+          out[d] = float(acc / sum);
+        }
+      }
+}
+
+}  // namespace reference
+}  // namespace attn

@@ -1,0 +1,61 @@
+// The fast kernels: cache- and register-blocked matrix multiply on packed panels and flash-style
+// attention, written once with xsimd and compiled for AVX-512, AVX2+FMA and SSE4.2 (chosen at run time
+// by what the CPU has) and for WebAssembly SIMD128. kernels.hpp's PyTorch-order kernels and the plain
+// loops in namespace reference are what the tests compare them with.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace attn {
+
+class ThreadPool;
+
+enum class Rounding {
+  exact,  // c = c + a·b, k in order, each step rounded: PyTorch's (netlib BLAS) bits exactly
+  fused,  // fused multiply-add: faster, and at most as far from the true value
+};
+
+// C[m, n] = A[m, k] · op(B) (+ C when accumulate); op(B) = B[k, n], or B[n, k]ᵀ when b_transposed.
+// Row-major with leading dimensions (elements between rows).
+struct Gemm {
+  size_t m = 0, n = 0, k = 0;
+  const float* a = nullptr;
+  size_t lda = 0;
+  const float* b = nullptr;
+  size_t ldb = 0;
+  bool b_transposed = false;
+  float* c = nullptr;
+  size_t ldc = 0;
+  bool accumulate = false;
+  Rounding rounding = Rounding::fused;
+};
+void gemm(const Gemm& g, ThreadPool* pool = nullptr);
+
+// out = softmax(q·kᵀ·scale, masked)·v for q [B, Sq, H, D], k/v [B, Sk, H, D], out [B, Sq, H, D],
+// streaming over key blocks with an online softmax: memory O(block), never Sq×Sk. key_keep [B, Sk]
+// (1 = attend) or null; causal masks key j > query i. Masked scores act as −1e9 (masked_fill), so a
+// row with every key masked is the mean of all values, as in the tutorial.
+struct FlashAttention {
+  const float* q = nullptr;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  float* out = nullptr;
+  const uint8_t* key_keep = nullptr;
+  size_t batch = 1, heads = 1, seq_q = 1, seq_k = 1, head_dim = 1;
+  float scale = 1.0f;
+  bool causal = false;
+};
+void flash_attention(const FlashAttention& f, ThreadPool* pool = nullptr);
+
+// The instruction set the fast kernels use: "avx512", "avx2", "sse4.2" or "wasm-simd128".
+std::string kernel_isa();
+// Forces one (for benchmarks comparing them); throws InputError when this CPU lacks it.
+void set_kernel_isa(const std::string& isa);
+
+namespace reference {
+void gemm(const Gemm& g);  // plain loops, double accumulation
+void flash_attention(const FlashAttention& f);  // scores, softmax and weights·v materialised, in double
+}  // namespace reference
+
+}  // namespace attn

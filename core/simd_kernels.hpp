@@ -1,0 +1,351 @@
+// The fast kernels as templates over an xsimd architecture. Included only by the per-instruction-set
+// translation units (kernels_avx512.cpp, kernels_avx2.cpp, kernels_sse42.cpp, kernels_wasm.cpp), each
+// compiled with its own target flags; fast_kernels.cpp picks one table at run time.
+//
+// Matrix multiply, as BLIS does it: C is computed in MR×NR tiles held in registers (NR = two vectors),
+// from A packed into MR-row panels and B into NR-column panels so the inner loop reads both
+// sequentially; KC-deep slices of k keep a B panel in L1 and an A block in L2. Every tile walks k in
+// order, so the split over threads never changes a result.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+#include <xsimd/xsimd.hpp>
+
+#include "core/fast_kernels.hpp"
+#include "core/threads.hpp"
+
+namespace attn {
+namespace simd {
+
+struct KernelTable {
+  const char* isa;
+  void (*gemm)(const Gemm&, ThreadPool*);
+  void (*flash_attention)(const FlashAttention&, ThreadPool*);
+};
+const KernelTable* avx512_table();  // null where not compiled in
+const KernelTable* avx2_table();
+const KernelTable* sse42_table();
+const KernelTable* wasm_table();
+
+using AlignedFloats = std::vector<float, xsimd::aligned_allocator<float, 64>>;
+
+inline float* scratch(AlignedFloats& buffer, size_t size) {
+  if (buffer.size() < size) buffer.resize(size);
+  return buffer.data();
+}
+
+template <class Arch, size_t MR>
+struct Kernels {
+  using batch = xsimd::batch<float, Arch>;
+  static constexpr size_t L = batch::size, NR = 2 * L;
+  static constexpr size_t KC = 256, MC_MAX = MR * (L == 16 ? 16 : 24), NC = 4096;
+
+  // --- packing ---
+
+  // A[rows, kc] (row stride lda, scaled by `scale`) as MR-row panels: panel p holds, for each kk, the
+  // MR values A[p·MR + r, kk]; rows past the end are zeros.
+  static void pack_a(const float* a, size_t lda, size_t rows, size_t kc, float scale, float* dst) {
+    for (size_t p = 0; p < rows; p += MR) {
+      const size_t pr = std::min(MR, rows - p);
+      for (size_t kk = 0; kk < kc; ++kk, dst += MR) {
+        for (size_t r = 0; r < pr; ++r) dst[r] = a[(p + r) * lda + kk] * scale;
+        std::fill(dst + pr, dst + MR, 0.0f);
+      }
+    }
+  }
+
+  // op(B)[kc, cols] as NR-column panels: panel q holds, for each kk, op(B)[kk, q·NR + c]; zeros past
+  // the end. b points at op(B)[0, 0].
+  static void pack_b_panel(const float* b, size_t ldb, bool transposed, size_t kc, size_t cols, float* dst) {
+    if (!transposed && cols == NR) {
+      for (size_t kk = 0; kk < kc; ++kk)
+        for (size_t c = 0; c < NR; c += L) batch::load_unaligned(b + kk * ldb + c).store_aligned(dst + kk * NR + c);
+      return;
+    }
+    std::fill(dst, dst + kc * NR, 0.0f);
+    for (size_t c = 0; c < cols; ++c)
+      for (size_t kk = 0; kk < kc; ++kk) dst[kk * NR + c] = transposed ? b[c * ldb + kk] : b[kk * ldb + c];
+  }
+
+  // --- the register tile ---
+
+  // C[MR, NR] (row stride ldc) = (load_c ? C : 0) + Σ_kk a[kk] ⊗ b[kk], k in order.
+  template <bool Fused>
+  static void tile(size_t kc, const float* ap, const float* bp, float* c, size_t ldc, bool load_c) {
+    batch acc[MR][2];
+#pragma GCC unroll 16
+    for (size_t r = 0; r < MR; ++r) {
+      acc[r][0] = load_c ? batch::load_unaligned(c + r * ldc) : batch(0.0f);
+      acc[r][1] = load_c ? batch::load_unaligned(c + r * ldc + L) : batch(0.0f);
+    }
+    for (size_t kk = 0; kk < kc; ++kk, ap += MR, bp += NR) {
+      const batch b0 = batch::load_aligned(bp), b1 = batch::load_aligned(bp + L);
+#pragma GCC unroll 16
+      for (size_t r = 0; r < MR; ++r) {
+        const batch av(ap[r]);
+        if (Fused) {
+          acc[r][0] = xsimd::fma(av, b0, acc[r][0]);
+          acc[r][1] = xsimd::fma(av, b1, acc[r][1]);
+        } else {  // two roundings, as the reference BLAS
+          acc[r][0] = acc[r][0] + av * b0;
+          acc[r][1] = acc[r][1] + av * b1;
+        }
+      }
+    }
+#pragma GCC unroll 16
+    for (size_t r = 0; r < MR; ++r) {
+      acc[r][0].store_unaligned(c + r * ldc);
+      acc[r][1].store_unaligned(c + r * ldc + L);
+    }
+  }
+
+  // A partial tile (at the edges of C) goes through a full one on the stack.
+  template <bool Fused>
+  static void edge_tile(size_t kc, const float* ap, const float* bp, float* c, size_t ldc, size_t rows, size_t cols,
+                        bool load_c) {
+    alignas(64) float t[MR * NR];
+    if (load_c)
+      for (size_t r = 0; r < rows; ++r) std::copy_n(c + r * ldc, cols, t + r * NR);
+    tile<Fused>(kc, ap, bp, t, NR, load_c);
+    for (size_t r = 0; r < rows; ++r) std::copy_n(t + r * NR, cols, c + r * ldc);
+  }
+
+  // C[rows, cols] from packed A panels and packed B panels (panel q at bp + q·b_panel_stride).
+  template <bool Fused>
+  static void macro(size_t rows, size_t cols, size_t kc, const float* ap, const float* bp, size_t b_panel_stride,
+                    float* c, size_t ldc, bool load_c) {
+    for (size_t j = 0; j < cols; j += NR, bp += b_panel_stride) {
+      const size_t nc = std::min(NR, cols - j);
+      for (size_t i = 0; i < rows; i += MR) {
+        const size_t mc = std::min(MR, rows - i);
+        float* ct = c + i * ldc + j;
+        if (mc == MR && nc == NR)
+          tile<Fused>(kc, ap + i * kc, bp, ct, ldc, load_c);
+        else
+          edge_tile<Fused>(kc, ap + i * kc, bp, ct, ldc, mc, nc, load_c);
+      }
+    }
+  }
+
+  // --- matrix multiply ---
+
+  static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+
+  template <bool Fused>
+  static void gemm_blocked(const Gemm& g, ThreadPool* pool) {
+    thread_local AlignedFloats b_buffer;
+    const size_t threads = pool ? pool->size() : 1;
+    // Row blocks: at most MC_MAX rows, and a multiple of the thread count when there are several.
+    size_t row_blocks = ceil_div(g.m, MC_MAX);
+    if (threads > 1) row_blocks = ceil_div(row_blocks, threads) * threads;
+    const size_t mc = std::min(g.m, ceil_div(ceil_div(g.m, row_blocks), MR) * MR);
+    row_blocks = ceil_div(g.m, mc);
+    for (size_t jc = 0; jc < g.n; jc += NC) {
+      const size_t nc = std::min(NC, g.n - jc), panels = ceil_div(nc, NR);
+      // Column chunks too when there are fewer row blocks than threads (short, wide products).
+      const size_t col_chunks = std::min(panels, row_blocks >= 2 * threads ? 1 : ceil_div(2 * threads, row_blocks));
+      const size_t chunk_panels = ceil_div(panels, col_chunks);
+      for (size_t pc = 0; pc < g.k; pc += KC) {
+        const size_t kc = std::min(KC, g.k - pc);
+        float* bp = scratch(b_buffer, panels * kc * NR);
+        const bool load_c = g.accumulate || pc > 0;
+        run(pool, panels, [&](size_t q) {
+          const size_t col = jc + q * NR;
+          const float* src = g.b_transposed ? g.b + col * g.ldb + pc : g.b + pc * g.ldb + col;
+          pack_b_panel(src, g.ldb, g.b_transposed, kc, std::min(NR, g.n - col), bp + q * kc * NR);
+        });
+        run(pool, row_blocks * col_chunks, [&](size_t item) {
+          thread_local AlignedFloats a_buffer;
+          const size_t i0 = (item / col_chunks) * mc, rows = std::min(mc, g.m - i0);
+          const size_t q0 = (item % col_chunks) * chunk_panels;
+          if (q0 >= panels) return;
+          const size_t cols = std::min(chunk_panels * NR, nc - q0 * NR);
+          float* ap = scratch(a_buffer, ceil_div(rows, MR) * MR * kc);
+          pack_a(g.a + i0 * g.lda + pc, g.lda, rows, kc, 1.0f, ap);
+          macro<Fused>(rows, cols, kc, ap, bp + q0 * kc * NR, kc * NR, g.c + i0 * g.ldc + jc + q0 * NR, g.ldc, load_c);
+        });
+      }
+    }
+  }
+
+  template <class F>
+  static void run(ThreadPool* pool, size_t count, const F& fn) {
+    if (pool && pool->size() > 1 && count > 1)
+      pool->parallel_for(count, fn);
+    else
+      for (size_t i = 0; i < count; ++i) fn(i);
+  }
+
+  static void gemm(const Gemm& g, ThreadPool* pool) {
+    if (g.m == 0 || g.n == 0) return;
+    if (g.k == 0) {  // an empty sum
+      for (size_t i = 0; i < g.m && !g.accumulate; ++i) std::fill_n(g.c + i * g.ldc, g.n, 0.0f);
+      return;
+    }
+    if (g.rounding == Rounding::fused)
+      gemm_blocked<true>(g, pool);
+    else
+      gemm_blocked<false>(g, pool);
+  }
+
+  // --- flash attention ---
+
+  // e^x for x ≤ 0 (the only arguments online softmax takes): Cephes' expf polynomial after
+  // x = n·ln2 + r; below −87.3 the result is 0 (as −1e9 and −∞ give).
+  static batch exp_nonpositive(batch x) {
+    const batch clamped = xsimd::max(x, batch(-87.3f));
+    const batch n = xsimd::nearbyint(clamped * batch(1.44269504088896341f));
+    batch r = xsimd::fnma(n, batch(0.693359375f), clamped);
+    r = xsimd::fnma(n, batch(-2.12194440e-4f), r);
+    batch p(1.9875691500e-4f);
+    p = xsimd::fma(p, r, batch(1.3981999507e-3f));
+    p = xsimd::fma(p, r, batch(8.3334519073e-3f));
+    p = xsimd::fma(p, r, batch(4.1665795894e-2f));
+    p = xsimd::fma(p, r, batch(1.6666665459e-1f));
+    p = xsimd::fma(p, r, batch(5.0000001201e-1f));
+    p = xsimd::fma(p * r, r, r) + batch(1.0f);
+    using ibatch = xsimd::batch<int32_t, Arch>;
+    const ibatch bits = (xsimd::batch_cast<int32_t>(n) + ibatch(127)) << 23;
+    const batch result = p * xsimd::bitwise_cast<float>(bits);
+    return xsimd::select(x < batch(-87.3f), batch(0.0f), result);
+  }
+
+  static constexpr size_t BR = 4 * MR, BC = 256;  // query rows and keys per block
+  static constexpr float masked = -std::numeric_limits<float>::infinity();
+
+  struct FlashScratch {
+    AlignedFloats k, v, q, s, p, o, row;
+  };
+
+  // One (batch, head, query range): K and V packed once, then query blocks stream over key blocks.
+  static void flash_item(const FlashAttention& f, size_t b, size_t h, size_t q_begin, size_t q_end) {
+    thread_local FlashScratch s;
+    const size_t D = f.head_dim, stride = f.heads * D, Sk = f.seq_k;
+    const float* kh = f.k + b * Sk * stride + h * D;
+    const float* vh = f.v + b * Sk * stride + h * D;
+    const size_t key_panels = ceil_div(Sk, NR), d_panels = ceil_div(D, NR);
+    float* kp = scratch(s.k, key_panels * D * NR);  // Kᵀ[D, Sk] as NR-key panels
+    for (size_t q = 0; q < key_panels; ++q)
+      pack_b_panel(kh + q * NR * stride, stride, true, D, std::min(NR, Sk - q * NR), kp + q * D * NR);
+    const size_t sk_pad = key_panels * NR;
+    float* vp = scratch(s.v, d_panels * sk_pad * NR);  // V[Sk, D] as NR-column panels
+    for (size_t q = 0; q < d_panels; ++q)
+      pack_b_panel(vh + q * NR, stride, false, Sk, std::min(NR, D - q * NR), vp + q * sk_pad * NR);
+    for (size_t i0 = q_begin; i0 < q_end; i0 += BR)
+      flash_block(f, b, h, i0, std::min(BR, q_end - i0), kp, vp, sk_pad, s);
+  }
+
+  static void flash_block(const FlashAttention& f, size_t b, size_t h, size_t i0, size_t br, const float* kp,
+                          const float* vp, size_t sk_pad, FlashScratch& s) {
+    const size_t D = f.head_dim, stride = f.heads * D, Sk = f.seq_k;
+    const size_t br_pad = ceil_div(br, MR) * MR;
+    float* qp = scratch(s.q, br_pad * D);
+    pack_a(f.q + (b * f.seq_q + i0) * stride + h * D, stride, br, D, f.scale, qp);
+    float* o = scratch(s.o, br * D);
+    std::fill_n(o, br * D, 0.0f);
+    float* m = scratch(s.row, 2 * br);
+    float* l = m + br;
+    std::fill_n(m, br, masked);
+    std::fill_n(l, br, 0.0f);
+    const size_t key_end = f.causal ? std::min(Sk, i0 + br) : Sk;  // later keys are masked for every row
+    float* sc = scratch(s.s, br * BC);
+    float* pp = scratch(s.p, br_pad * BC);
+    const uint8_t* keep = f.key_keep ? f.key_keep + b * Sk : nullptr;
+    for (size_t k0 = 0; k0 < key_end; k0 += BC) {
+      const size_t kb = std::min(BC, key_end - k0);
+      if (keep && std::find(keep + k0, keep + k0 + kb, uint8_t(1)) == keep + k0 + kb) continue;
+      macro<true>(br, kb, D, qp, kp + (k0 / NR) * D * NR, D * NR, sc, BC, false);
+      mask_scores(f, keep, i0, br, k0, kb, sc);
+      online_softmax(br, kb, sc, m, l, o, D);
+      pack_a(sc, BC, br, kb, 1.0f, pp);
+      macro<true>(br, D, kb, pp, vp + k0 * NR, sk_pad * NR, o, D, true);
+    }
+    write_rows(f, b, h, i0, br, o, l);
+  }
+
+  static void mask_scores(const FlashAttention& f, const uint8_t* keep, size_t i0, size_t br, size_t k0, size_t kb,
+                          float* sc) {
+    for (size_t r = 0; r < br; ++r) {
+      float* row = sc + r * BC;
+      if (keep)
+        for (size_t j = 0; j < kb; ++j) row[j] = keep[k0 + j] ? row[j] : masked;
+      if (f.causal)
+        for (size_t j = std::max(k0, i0 + r + 1); j < k0 + kb; ++j) row[j - k0] = masked;
+    }
+  }
+
+  // Rescales each row's running sum and output by e^(m_old − m_new), then turns the scores into
+  // e^(s − m_new) and adds them to the sum.
+  static void online_softmax(size_t br, size_t kb, float* sc, float* m, float* l, float* o, size_t D) {
+    const size_t kv = kb / L * L;
+    for (size_t r = 0; r < br; ++r) {
+      float* row = sc + r * BC;
+      batch vmax(m[r]);
+      for (size_t j = 0; j < kv; j += L) vmax = xsimd::max(vmax, batch::load_unaligned(row + j));
+      float mx = xsimd::reduce_max(vmax);
+      for (size_t j = kv; j < kb; ++j) mx = std::max(mx, row[j]);
+      if (mx == masked) {  // nothing to attend to yet in this row
+        std::fill_n(row, kb, 0.0f);
+        continue;
+      }
+      const float alpha = exp_nonpositive(batch(m[r] - mx)).get(0);
+      batch sum(0.0f);
+      size_t j = 0;
+      for (; j < kv; j += L) {
+        const batch e = exp_nonpositive(batch::load_unaligned(row + j) - batch(mx));
+        e.store_unaligned(row + j);
+        sum += e;
+      }
+      float total = xsimd::reduce_add(sum);
+      for (; j < kb; ++j) total += row[j] = exp_nonpositive(batch(row[j] - mx)).get(0);
+      l[r] = l[r] * alpha + total;
+      m[r] = mx;
+      if (alpha != 1.0f) scale_row(o + r * D, D, alpha);
+    }
+  }
+
+  static void scale_row(float* x, size_t n, float factor) {
+    size_t j = 0;
+    for (; j + L <= n; j += L) (batch::load_unaligned(x + j) * batch(factor)).store_unaligned(x + j);
+    for (; j < n; ++j) x[j] *= factor;
+  }
+
+  // out = o / l; a row that had no key to attend to is the mean of all values (−1e9 masking).
+  static void write_rows(const FlashAttention& f, size_t b, size_t h, size_t i0, size_t br, const float* o,
+                         const float* l) {
+    const size_t D = f.head_dim, stride = f.heads * D;
+    for (size_t r = 0; r < br; ++r) {
+      float* out = f.out + (b * f.seq_q + i0 + r) * stride + h * D;
+      if (l[r] > 0.0f) {
+        const float inv = 1.0f / l[r];
+        for (size_t d = 0; d < D; ++d) out[d] = o[r * D + d] * inv;
+        continue;
+      }
+      std::fill_n(out, D, 0.0f);
+      for (size_t j = 0; j < f.seq_k; ++j)
+        for (size_t d = 0; d < D; ++d) out[d] += f.v[(b * f.seq_k + j) * stride + h * D + d];
+      for (size_t d = 0; d < D; ++d) out[d] /= float(f.seq_k);
+    }
+  }
+
+  static void flash_attention(const FlashAttention& f, ThreadPool* pool) {
+    const size_t heads = f.batch * f.heads, threads = pool ? pool->size() : 1;
+    // Split each head's queries when there are fewer heads than twice the threads.
+    const size_t chunks = std::min(ceil_div(f.seq_q, BR), heads >= 2 * threads ? 1 : ceil_div(2 * threads, heads));
+    const size_t chunk_rows = ceil_div(ceil_div(f.seq_q, chunks), BR) * BR;
+    run(pool, heads * chunks, [&](size_t item) {
+      const size_t bh = item / chunks, q0 = (item % chunks) * chunk_rows;
+      if (q0 < f.seq_q) flash_item(f, bh / f.heads, bh % f.heads, q0, std::min(f.seq_q, q0 + chunk_rows));
+    });
+  }
+
+  static const KernelTable* table(const char* isa) {
+    static const KernelTable t{isa, &gemm, &flash_attention};
+    return &t;
+  }
+};
+
+}  // namespace simd
+}  // namespace attn

@@ -1,0 +1,215 @@
+// The fast kernels against their plain reference twins on random shapes, awkward ones included
+// (1, 3, 17, sizes that are no multiple of the vector width or of the blocking), on every instruction
+// set this CPU has; the exact-rounding multiply against the PyTorch-order loop bit for bit; thread-count
+// independence; and the whole model on the CPU backend against PyTorch's fixtures.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/device_model.hpp"
+#include "core/error.hpp"
+#include "core/fast_kernels.hpp"
+#include "core/threads.hpp"
+#include "tests/fixtures.hpp"
+
+using namespace attn;
+
+namespace {
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist;
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+// max |x − ref| / max(1, max |ref|): the normalised error the bounds below are stated in.
+double normalised_error(const std::vector<float>& x, const std::vector<float>& ref) {
+  double err = 0, scale = 1;
+  for (size_t i = 0; i < x.size(); ++i) {
+    err = std::max(err, double(std::fabs(x[i] - ref[i])));
+    scale = std::max(scale, double(std::fabs(ref[i])));
+  }
+  return err / scale;
+}
+
+std::vector<std::string> isas() {
+  std::vector<std::string> out;
+  for (const char* isa : {"avx512", "avx2", "sse4.2", "wasm-simd128"}) try {
+      set_kernel_isa(isa);
+      out.push_back(isa);
+    } catch (const InputError&) {
+    }
+  return out;
+}
+
+struct Product {
+  size_t m, n, k;
+  bool transposed, accumulate;
+};
+
+Gemm gemm_of(const Product& p, const std::vector<float>& a, const std::vector<float>& b, std::vector<float>& c) {
+  Gemm g;
+  g.m = p.m, g.n = p.n, g.k = p.k;
+  g.a = a.data(), g.lda = p.k + 3;  // leading dimensions wider than the rows, as sub-matrices have
+  g.b = b.data(), g.ldb = (p.transposed ? p.k : p.n) + 1, g.b_transposed = p.transposed;
+  g.c = c.data(), g.ldc = p.n + 2;
+  g.accumulate = p.accumulate;
+  return g;
+}
+
+const Product products[] = {{1, 1, 1, false, false},   {3, 17, 5, true, false},     {17, 3, 300, false, true},
+                            {33, 65, 17, true, true},  {100, 1000, 3, false, false}, {257, 31, 513, true, false},
+                            {64, 64, 64, false, true}, {1000, 20, 64, true, false}};
+
+}  // namespace
+
+// Stated bound: normalised error ≤ 1e-5 for the fused multiply (fp32 with k up to 513).
+TEST_CASE("fast matrix multiply equals the reference on awkward shapes", "[fast_kernels]") {
+  ThreadPool pool(3);
+  const std::string best = kernel_isa();
+  for (const std::string& isa : isas()) {
+    set_kernel_isa(isa);
+    for (const Product& p : products) {
+      INFO(isa << " m " << p.m << " n " << p.n << " k " << p.k << " transposed " << p.transposed);
+      const auto a = random_floats(p.m * (p.k + 3), 1), b = random_floats((p.transposed ? p.n : p.k) * (p.n + p.k + 1), 2);
+      std::vector<float> c = random_floats(p.m * (p.n + 2), 3), ref = c;
+      gemm(gemm_of(p, a, b, c), &pool);
+      reference::gemm(gemm_of(p, a, b, ref));
+      CHECK(normalised_error(c, ref) <= 1e-5);
+    }
+  }
+  set_kernel_isa(best);
+}
+
+TEST_CASE("exact rounding gives the bits of the PyTorch-order loop on every instruction set", "[fast_kernels]") {
+  const std::string best = kernel_isa();
+  for (const std::string& isa : isas()) {
+    set_kernel_isa(isa);
+    for (const Product& p : products) {
+      INFO(isa << " m " << p.m << " n " << p.n << " k " << p.k);
+      const auto a = random_floats(p.m * (p.k + 3), 4), b = random_floats((p.transposed ? p.n : p.k) * (p.n + p.k + 1), 5);
+      std::vector<float> c(p.m * (p.n + 2)), want(c.size());
+      Gemm g = gemm_of(p, a, b, c);
+      g.accumulate = false;
+      g.rounding = Rounding::exact;
+      gemm(g);
+      for (size_t i = 0; i < p.m; ++i)  // c = c + a·b in k order, each step rounded
+        for (size_t j = 0; j < p.n; ++j) {
+          float acc = 0.0f;
+          for (size_t q = 0; q < p.k; ++q) {
+            const float bv = p.transposed ? b[j * g.ldb + q] : b[q * g.ldb + j];
+            const float product = a[i * g.lda + q] * bv;
+            acc = acc + product;
+          }
+          want[i * g.ldc + j] = acc;
+        }
+      size_t mismatch = 0;
+      while (mismatch < c.size() && c[mismatch] == want[mismatch]) ++mismatch;
+      INFO("first mismatch at " << mismatch << ": " << (mismatch < c.size() ? c[mismatch] - want[mismatch] : 0.0f));
+      CHECK(mismatch == c.size());
+    }
+  }
+  set_kernel_isa(best);
+}
+
+TEST_CASE("results do not depend on the thread count", "[fast_kernels]") {
+  const Product p{517, 300, 700, true, false};
+  const auto a = random_floats(p.m * (p.k + 3), 6), b = random_floats(p.n * (p.n + p.k + 1), 7);
+  std::vector<float> one(p.m * (p.n + 2)), three(one.size());
+  ThreadPool pool1(1), pool3(3);
+  gemm(gemm_of(p, a, b, one), &pool1);
+  gemm(gemm_of(p, a, b, three), &pool3);
+  CHECK(one == three);
+  FlashAttention f;
+  f.batch = 2, f.heads = 3, f.seq_q = f.seq_k = 300, f.head_dim = 20, f.causal = true, f.scale = 0.2f;
+  const auto q = random_floats(2 * 300 * 60, 8), k = random_floats(q.size(), 9), v = random_floats(q.size(), 10);
+  std::vector<float> o1(q.size()), o3(q.size());
+  f.q = q.data(), f.k = k.data(), f.v = v.data();
+  f.out = o1.data();
+  flash_attention(f, &pool1);
+  f.out = o3.data();
+  flash_attention(f, &pool3);
+  CHECK(o1 == o3);
+}
+
+// Stated bound: normalised error ≤ 2e-6 against softmax computed in double.
+TEST_CASE("flash attention equals materialised attention with every mask", "[fast_kernels]") {
+  struct Case {
+    size_t batch, heads, seq_q, seq_k, dim;
+    bool causal, padding;
+  };
+  const Case cases[] = {{1, 1, 1, 1, 1, false, false},  {2, 3, 3, 17, 5, false, true},  {1, 2, 17, 17, 8, true, false},
+                        {2, 1, 300, 300, 64, true, true}, {1, 4, 1000, 1000, 16, false, true},
+                        {1, 1, 5, 700, 33, false, false}};
+  ThreadPool pool(2);
+  const std::string best = kernel_isa();
+  for (const std::string& isa : isas()) {
+    set_kernel_isa(isa);
+    for (const Case& c : cases) {
+      INFO(isa << " B " << c.batch << " H " << c.heads << " Sq " << c.seq_q << " Sk " << c.seq_k << " D " << c.dim
+               << " causal " << c.causal << " padding " << c.padding);
+      const size_t width = c.heads * c.dim;
+      const auto q = random_floats(c.batch * c.seq_q * width, 11), k = random_floats(c.batch * c.seq_k * width, 12),
+                 v = random_floats(c.batch * c.seq_k * width, 13);
+      std::vector<uint8_t> keep(c.batch * c.seq_k, 1);
+      for (size_t b = 0; b < c.batch; ++b)  // batch item b keeps its first seq_k − 2b − 1 keys
+        for (size_t j = c.seq_k > 2 * b + 1 ? c.seq_k - 2 * b - 1 : 1; j < c.seq_k && c.padding; ++j)
+          keep[b * c.seq_k + j] = 0;
+      if (c.padding && c.batch > 1 && c.seq_k > 200) std::fill_n(keep.begin() + c.seq_k, c.seq_k, uint8_t(0));
+      FlashAttention f;
+      f.q = q.data(), f.k = k.data(), f.v = v.data(), f.key_keep = c.padding ? keep.data() : nullptr;
+      f.batch = c.batch, f.heads = c.heads, f.seq_q = c.seq_q, f.seq_k = c.seq_k, f.head_dim = c.dim;
+      f.scale = 1.0f / std::sqrt(float(c.dim)), f.causal = c.causal;
+      std::vector<float> out(q.size()), ref(q.size());
+      f.out = out.data();
+      flash_attention(f, &pool);
+      f.out = ref.data();
+      reference::flash_attention(f);
+      CHECK(normalised_error(out, ref) <= 2e-6);
+    }
+  }
+  set_kernel_isa(best);
+}
+
+TEST_CASE("an unknown instruction set or a causal mask over unequal lengths is refused", "[fast_kernels]") {
+  CHECK_THROWS_AS(set_kernel_isa("avx9000"), InputError);
+  FlashAttention f;
+  f.seq_q = 2, f.seq_k = 3, f.causal = true;
+  CHECK_THROWS_AS(flash_attention(f), InputError);
+}
+
+// Stated bound: the fast path (fused multiply-adds, blocked sums, float LayerNorm) within 1e-4 relative
+// + 1e-4 absolute of PyTorch for every stage it computes.
+TEST_CASE("the model on the CPU backend matches the PyTorch stages", "[fast_kernels]") {
+  for (const char* name : {"small", "one_head_gelu_prenorm_causal", "eight_heads_three_layers"}) {
+    SECTION(name) {
+      const auto f = test::load_fixture(std::string("transformer_") + name + ".json");
+      const TransformerConfig config = config_from_json(Json::parse(f.at("config").dump()));
+      TorchGenerator gen(parse_torch_seed(f.at("seed").get<std::string>()).value());
+      const TransformerModel model = init_transformer(config, gen);
+      std::vector<int64_t> ids;
+      for (const auto& row : f.at("ids"))
+        for (const auto& id : row) ids.push_back(id.get<int64_t>());
+      const size_t batch = f.at("ids").size(), seq = ids.size() / batch;
+      auto backend = make_cpu_backend(2);
+      DeviceModel device(*backend, model);
+      Trace trace;
+      device.classify(ids, batch, seq, parse_mask_kind(f.at("mask").get<std::string>()), &trace);
+      size_t compared = 0;
+      for (const auto& e : f.at("stages")) {
+        const std::string stage = e.at("name").get<std::string>();
+        if (stage.find("scores") != std::string::npos || stage.find("attention_weights") != std::string::npos)
+          continue;  // never stored by the fused path
+        INFO("stage " << stage);
+        const test::Deviation d = test::compare(trace.at(stage), e, 1e-4, 1e-4);
+        INFO("max abs error " << d.max_abs);
+        CHECK(d.failures == 0);
+        ++compared;
+      }
+      CHECK(compared + 2 * config.num_layers == f.at("stages").size());
+    }
+  }
+}
