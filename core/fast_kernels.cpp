@@ -42,6 +42,8 @@ void set_kernel_isa(const std::string& isa) {
 
 void gemm(const Gemm& g, ThreadPool* pool) { active()->gemm(g, pool); }
 
+double fma_peak_flops(size_t iterations) { return active()->fma_peak(iterations); }
+
 void flash_attention(const FlashAttention& f, ThreadPool* pool) {
   if (f.causal && f.seq_q != f.seq_k) throw InputError("a causal mask needs as many queries as keys");
   active()->flash_attention(f, pool);

@@ -48,6 +48,10 @@ struct FlashAttention {
 };
 void flash_attention(const FlashAttention& f, ThreadPool* pool = nullptr);
 
+// One core's floating-point operations per second running `iterations` rounds of independent fused
+// multiply-adds on the active instruction set (the machine's peak, measured).
+double fma_peak_flops(size_t iterations);
+
 // The instruction set the fast kernels use: "avx512", "avx2", "sse4.2" or "wasm-simd128".
 std::string kernel_isa();
 // Forces one (for benchmarks comparing them); throws InputError when this CPU lacks it.

@@ -8,6 +8,7 @@
 // order, so the split over threads never changes a result.
 #pragma once
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -23,6 +24,7 @@ struct KernelTable {
   const char* isa;
   void (*gemm)(const Gemm&, ThreadPool*);
   void (*flash_attention)(const FlashAttention&, ThreadPool*);
+  double (*fma_peak)(size_t iterations);
 };
 const KernelTable* avx512_table();  // null where not compiled in
 const KernelTable* avx2_table();
@@ -170,6 +172,54 @@ struct Kernels {
     }
   }
 
+  // Below this many multiply-adds packing costs more than it saves (the tutorial's 16×6×6 products).
+  static constexpr size_t small_product = 4096;
+
+  // Vectors across the columns of op(B), copied once into a zero-padded [k, n] block; k in order with
+  // two roundings per step: exact, and right for either rounding. Lanes are independent chains, so
+  // tiny products are not bound by the latency of one running sum.
+  static void gemm_small(const Gemm& g) {
+    thread_local AlignedFloats buffer;
+    const size_t np = ceil_div(g.n, L) * L;
+    float* bt = scratch(buffer, (g.k + 1) * np);
+    float* row = bt + g.k * np;
+    for (size_t kk = 0; kk < g.k; ++kk) {
+      for (size_t j = 0; j < g.n; ++j) bt[kk * np + j] = g.b_transposed ? g.b[j * g.ldb + kk] : g.b[kk * g.ldb + j];
+      std::fill(bt + kk * np + g.n, bt + (kk + 1) * np, 0.0f);
+    }
+    for (size_t i = 0; i < g.m; ++i) {
+      const float* a = g.a + i * g.lda;
+      float* c = g.c + i * g.ldc;
+      if (g.accumulate) std::copy_n(c, g.n, row);
+      for (size_t j = 0; j < np; j += L) {
+        batch acc = g.accumulate ? batch::load_aligned(row + j) : batch(0.0f);
+        for (size_t kk = 0; kk < g.k; ++kk) acc = acc + batch(a[kk]) * batch::load_aligned(bt + kk * np + j);
+        acc.store_aligned(row + j);
+      }
+      std::copy_n(row, g.n, c);
+    }
+  }
+
+  // Floating-point operations per second of independent FMA chains, enough of them to cover the
+  // latency of every FMA unit: the peak the benchmark reports fractions of.
+  static double fma_peak(size_t iterations) {
+    constexpr size_t chains = 16;
+    batch acc[chains];
+    for (size_t i = 0; i < chains; ++i) acc[i] = batch(float(i));
+    const batch x(0.999999f), y(1e-7f);
+    const auto start = std::chrono::steady_clock::now();
+    for (size_t it = 0; it < iterations; ++it) {
+#pragma GCC unroll 16
+      for (size_t i = 0; i < chains; ++i) acc[i] = xsimd::fma(acc[i], x, y);
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    batch sum(0.0f);
+    for (const batch& a : acc) sum += a;
+    volatile float sink = xsimd::reduce_add(sum);  // keeps the loop
+    (void)sink;
+    return double(iterations) * chains * L * 2.0 / seconds;
+  }
+
   template <class F>
   static void run(ThreadPool* pool, size_t count, const F& fn) {
     if (pool && pool->size() > 1 && count > 1)
@@ -184,6 +234,7 @@ struct Kernels {
       for (size_t i = 0; i < g.m && !g.accumulate; ++i) std::fill_n(g.c + i * g.ldc, g.n, 0.0f);
       return;
     }
+    if (g.m * g.n * g.k <= small_product) return gemm_small(g);
     if (g.rounding == Rounding::fused)
       gemm_blocked<true>(g, pool);
     else
@@ -342,7 +393,7 @@ struct Kernels {
   }
 
   static const KernelTable* table(const char* isa) {
-    static const KernelTable t{isa, &gemm, &flash_attention};
+    static const KernelTable t{isa, &gemm, &flash_attention, &fma_peak};
     return &t;
   }
 };

@@ -1,6 +1,9 @@
 #include "core/tutorial.hpp"
 
+#include <cmath>
+
 #include "core/error.hpp"
+#include "core/kernels.hpp"
 #include "core/memory.hpp"
 #include "core/rng.hpp"
 
@@ -78,6 +81,39 @@ TutorialRun run_tutorial(const TutorialConfig& config) {
   t.record("attention_weights", std::move(a.attention_weights));
   t.record("attention_output", std::move(a.attention_output));
   return run;
+}
+
+TutorialForward::TutorialForward(const TutorialRun& run)
+    : run_(run), table_(positional_encoding_table(run.batch.seq, run.config.d_model)) {
+  const size_t rows = run.batch.batch * run.batch.seq, d = run.config.d_model, S = run.batch.seq;
+  for (auto* b : {&x_, &q_, &k_, &v_, &out_}) b->resize(rows * d);
+  scores_.resize(rows * S);
+  mask_.resize(rows * S);
+}
+
+const std::vector<float>& TutorialForward::operator()(const std::vector<int64_t>& ids) {
+  const TutorialParameters& p = run_.parameters;
+  const size_t B = run_.batch.batch, S = run_.batch.seq, d = run_.config.d_model, rows = B * S;
+  for (size_t t = 0; t < rows; ++t) std::copy_n(p.embedding.data() + size_t(ids[t]) * d, d, x_.data() + t * d);
+  multiply_scalar(x_.data(), x_.size(), float(std::sqrt(double(d))));
+  for (size_t b = 0; b < B; ++b) add(x_.data() + b * S * d, table_.data(), x_.data() + b * S * d, S * d);
+  matmul_nt(x_.data(), p.w_q.data(), q_.data(), rows, d, d);
+  matmul_nt(x_.data(), p.w_k.data(), k_.data(), rows, d, d);
+  matmul_nt(x_.data(), p.w_v.data(), v_.data(), rows, d, d);
+  for (size_t b = 0; b < B; ++b)
+    matmul_nt(q_.data() + b * S * d, k_.data() + b * S * d, scores_.data() + b * S * S, S, d, S);
+  divide_scalar(scores_.data(), scores_.size(), float(std::sqrt(double(d))));
+  const bool padding = run_.config.mask == MaskKind::padding || run_.config.mask == MaskKind::padding_causal;
+  const bool causal = run_.config.mask == MaskKind::causal || run_.config.mask == MaskKind::padding_causal;
+  for (size_t b = 0; b < B; ++b)
+    for (size_t i = 0; i < S; ++i)
+      for (size_t j = 0; j < S; ++j)
+        mask_[(b * S + i) * S + j] = (!padding || ids[b * S + j] != 0) && (!causal || j <= i);
+  if (run_.config.mask != MaskKind::none) masked_fill(scores_.data(), mask_.data(), mask_.size(), -1e9f);
+  softmax_rows(scores_.data(), rows, S);
+  for (size_t b = 0; b < B; ++b)
+    matmul(scores_.data() + b * S * S, v_.data() + b * S * d, out_.data() + b * S * d, S, S, d);
+  return out_;
 }
 
 Json tutorial_json(const TutorialRun& run) {

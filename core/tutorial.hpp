@@ -38,6 +38,21 @@ struct TutorialRun {
 
 // Throws InputError for anything PyTorch would refuse or that would not fit in memory.
 TutorialRun run_tutorial(const TutorialConfig& config);
+// The run's forward pass again, every buffer allocated once: token ids [B, S] → attention_output
+// [B, S, d] with the kernels and order of run_tutorial, so bit-identical to its trace (what
+// `attn bench tutorial` times).
+class TutorialForward {
+ public:
+  explicit TutorialForward(const TutorialRun& run);
+  const std::vector<float>& operator()(const std::vector<int64_t>& ids);
+
+ private:
+  const TutorialRun& run_;
+  Tensor table_;
+  std::vector<float> x_, q_, k_, v_, scores_, out_;
+  std::vector<uint8_t> mask_;
+};
+
 // {"config", "vocab", "tokens", "stages"}: the `attn tutorial --json` document.
 Json tutorial_json(const TutorialRun& run);
 

@@ -2,6 +2,7 @@
 //   attn tutorial   the first tutorial's attention, stage by stage, with PyTorch's numbers
 //   attn encode     the second tutorial's Transformer classifier on sentences or token ids
 //   attn batch      the same model over a file of any size, streaming (attn merge joins its shards)
+//   attn bench      the kernels and the model timed, side by side with PyTorch
 // Exit status: 0 success, 2 bad usage or input (with a message naming the problem), 3 attn batch
 // computed every good item but some items were bad.
 #include <CLI/CLI.hpp>
@@ -9,6 +10,7 @@
 #include <new>
 
 #include "core/error.hpp"
+#include "native/bench.hpp"
 #include "native/commands.hpp"
 
 int main(int argc, char** argv) {
@@ -19,14 +21,16 @@ int main(int argc, char** argv) {
   attn::cli::EncodeOptions encode;
   attn::cli::BatchOptions batch;
   attn::cli::MergeOptions merge;
+  attn::cli::BenchOptions bench;
   attn::cli::add_tutorial_command(app, tutorial);
   attn::cli::add_encode_command(app, encode);
   attn::cli::add_batch_command(app, batch);
   attn::cli::add_merge_command(app, merge);
+  attn::cli::add_bench_command(app, bench);
   try {
     app.parse(argc, argv);
     if (app.get_subcommands().empty())
-      throw attn::InputError("a subcommand is required (tutorial, encode, batch, merge); see 'attn --help'");
+      throw attn::InputError("a subcommand is required (tutorial, encode, batch, merge, bench); see 'attn --help'");
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

@@ -7,7 +7,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 deps="$root/.deps"
 
-packages=(cmake g++ make python3-torch python3-numpy emscripten nodejs catch2
+packages=(cmake g++ make python3-torch python3-numpy python3-threadpoolctl emscripten nodejs catch2
           nlohmann-json3-dev libcli11-dev dpkg-dev ca-certificates)
 missing=()
 for p in "${packages[@]}"; do
@@ -40,5 +40,14 @@ if [ ! -f "$stamp" ]; then
   ln -sfn /usr/include/catch2 "$inc/catch2"
   ln -sfn /usr/include/CLI "$inc/CLI"
   touch "$stamp"
+fi
+# OpenBLAS for `attn bench --torch` only: unpacked, not installed, so Debian's PyTorch keeps the
+# reference BLAS system-wide (the fixtures' bit-exact order) and the benchmark's PyTorch process gets
+# the fast one through LD_LIBRARY_PATH (native/bench.cpp).
+openblas=libopenblas0-pthread=0.3.21+ds-4
+if [ ! -f "$deps/openblas/.stamp-$openblas" ]; then
+  rm -rf "$deps/openblas" && mkdir -p "$deps/openblas"
+  (cd "$deps/openblas" && apt-get -o APT::Sandbox::User=root download "$openblas" && dpkg-deb -x ./*.deb . && rm ./*.deb)
+  touch "$deps/openblas/.stamp-$openblas"
 fi
 "$root/scripts/deps-gui.sh"  # the playground: GLFW, Xvfb, Chromium, fonts, ImGui sources, playwright-core

@@ -141,3 +141,18 @@ TEST_CASE("bad tutorial inputs are refused with a clear error", "[tutorial][erro
   c.max_len = 1u << 20;
   refused("memory");
 }
+
+TEST_CASE("the preallocated forward pass gives the bits of the trace", "[tutorial]") {
+  for (MaskKind mask : {MaskKind::none, MaskKind::padding, MaskKind::padding_causal}) {
+    TutorialConfig config;
+    config.mask = mask;
+    config.d_model = 10;
+    const TutorialRun run = run_tutorial(config);
+    TutorialForward forward(run);
+    forward(run.batch.ids);  // twice: buffers reused
+    const std::vector<float>& out = forward(run.batch.ids);
+    const Tensor& want = run.trace.at("attention_output");
+    REQUIRE(out.size() == want.size());
+    CHECK(std::equal(out.begin(), out.end(), want.begin()));
+  }
+}

@@ -1,0 +1,16 @@
+# attn bench's cases (bench.cpp) with the CLI helpers they use: linked into `attn` natively, and built
+# as attn-bench.js for node in WebAssembly (the same cases, compared with the native build).
+add_library(attn_bench STATIC "${CMAKE_CURRENT_LIST_DIR}/bench.cpp" "${CMAKE_CURRENT_LIST_DIR}/cli.cpp")
+target_link_libraries(attn_bench PUBLIC attn_core)
+target_compile_definitions(attn_bench PRIVATE ATTN_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+attn_target_defaults(attn_bench)
+if(TARGET attn_backends)
+  target_link_libraries(attn_bench PRIVATE attn_backends)
+  target_compile_definitions(attn_bench PRIVATE ATTN_HAVE_BACKENDS)
+endif()
+if(EMSCRIPTEN)
+  add_executable(attn-bench "${CMAKE_CURRENT_LIST_DIR}/bench_main.cpp")
+  target_link_libraries(attn-bench PRIVATE attn_bench)
+  attn_target_defaults(attn-bench)
+  target_link_options(attn-bench PRIVATE -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB -sEXIT_RUNTIME=1)
+endif()

@@ -1,0 +1,340 @@
+#include "native/bench.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+#include "core/device_model.hpp"
+#include "core/error.hpp"
+#include "core/fast_kernels.hpp"
+#include "core/threads.hpp"
+#include "core/tutorial.hpp"
+#include "native/cli.hpp"
+#if defined(ATTN_HAVE_BACKENDS)
+#include "native/backends.hpp"
+#endif
+
+namespace attn::cli {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Measuring
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// Resident memory from /proc (Linux); 0 where there is none (node).
+double status_bytes(const char* field) {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(field, 0) == 0) return std::stod(line.substr(std::string(field).size())) * 1024.0;
+  return 0.0;
+}
+
+// Restarts the kernel's peak-RSS counter (VmHWM) so a case's own peak can be read afterwards.
+void reset_peak_memory() {
+  std::ofstream out("/proc/self/clear_refs");
+  if (out) out << "5";
+}
+
+struct Timing {
+  std::vector<double> seconds;  // per call
+  double extra_bytes = 0;       // peak resident memory during the case, over what it started with
+};
+
+// Calls fn until both 3 samples and `budget` seconds are reached (capped at 50 samples); each
+// sample runs fn `inner` times and records the time per call.
+Timing measure(const std::function<void()>& fn, double budget, size_t inner = 1) {
+  fn();  // warm up: caches, buffers, thread start
+  reset_peak_memory();
+  const double before = status_bytes("VmRSS:");
+  Timing t;
+  const double start = now();
+  while (t.seconds.size() < 3 || (now() - start < budget && t.seconds.size() < 50)) {
+    const double t0 = now();
+    for (size_t i = 0; i < inner; ++i) fn();
+    t.seconds.push_back((now() - t0) / double(inner));
+  }
+  t.extra_bytes = std::max(0.0, status_bytes("VmHWM:") - before);
+  return t;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The cases
+
+struct Context {
+  const BenchOptions& options;
+  size_t threads;
+  ThreadPool& pool;
+  Backend& backend;
+  double budget;
+  Json results = Json::array();
+
+  void report(const std::string& name, Json params, const Timing& t, double flops, Json extra = Json::object()) {
+    const double med = median(t.seconds);
+    Json r = {{"case", name},
+              {"params", std::move(params)},
+              {"median_s", med},
+              {"min_s", *std::min_element(t.seconds.begin(), t.seconds.end())},
+              {"max_s", *std::max_element(t.seconds.begin(), t.seconds.end())},
+              {"samples", t.seconds.size()},
+              {"gflops", flops / med / 1e9},
+              {"extra_memory_mb", t.extra_bytes / 1048576.0},
+              {"peak_rss_mb", status_bytes("VmHWM:") / 1048576.0}};
+    r.update(extra);
+    results.push_back(std::move(r));
+  }
+};
+
+void bench_tutorial(Context& c) {
+  const TutorialRun run = run_tutorial(TutorialConfig{});
+  TutorialForward forward(run);
+  const Timing t = measure([&] { forward(run.batch.ids); }, c.budget, 1000);
+  const double d = double(run.config.d_model), rows = double(run.batch.ids.size()), S = double(run.batch.seq);
+  c.report("tutorial", {{"batch", run.batch.batch}, {"seq", run.batch.seq}, {"d_model", run.config.d_model}}, t,
+           2 * rows * d * d * 3 + 4 * rows * S * d);
+}
+
+void bench_sdpa(Context& c) {
+  const size_t heads = 8, dim = 64;
+  const std::vector<size_t> lengths =
+      c.options.quick ? std::vector<size_t>{128, 512} : std::vector<size_t>{128, 512, 1024, 2048, 4096, 8192};
+  for (size_t S : lengths) {
+    const auto q = random_floats(S * heads * dim, 1), k = random_floats(q.size(), 2), v = random_floats(q.size(), 3);
+    std::vector<float> out(q.size());
+    for (bool causal : {false, true}) {
+      FlashAttention f;
+      f.q = q.data(), f.k = k.data(), f.v = v.data(), f.out = out.data();
+      f.heads = heads, f.seq_q = f.seq_k = S, f.head_dim = dim, f.scale = 1.0f / 8.0f, f.causal = causal;
+      const Timing t = measure([&] { flash_attention(f, &c.pool); }, c.budget);
+      const double flops = 4.0 * double(S) * double(S) * double(dim * heads) * (causal ? 0.5 : 1.0);
+      c.report("sdpa", {{"batch", 1}, {"heads", heads}, {"head_dim", dim}, {"seq", S}, {"causal", causal}}, t, flops);
+    }
+  }
+}
+
+struct DeviceTensor {
+  BufferPtr buffer;
+  DeviceTensor(Backend& b, const std::vector<float>& host) : buffer(b.allocate(host.size())) {
+    b.upload(*buffer, host.data(), host.size());
+  }
+};
+
+// The tutorial's MultiHeadAttention: W_Q, W_K, W_V, fused attention over the heads, W_O.
+void bench_mha(Context& c) {
+  const size_t d = 512, heads = 8;
+  const std::vector<std::pair<size_t, size_t>> shapes =
+      c.options.quick ? std::vector<std::pair<size_t, size_t>>{{2, 64}} : std::vector<std::pair<size_t, size_t>>{{8, 128}, {1, 2048}};
+  Backend& be = c.backend;
+  std::vector<DeviceTensor> w;
+  for (uint32_t i = 0; i < 4; ++i) w.emplace_back(be, random_floats(d * d, 10 + i, 0.04f));
+  for (auto [B, S] : shapes) {
+    const size_t rows = B * S;
+    DeviceTensor x(be, random_floats(rows * d, 4));
+    std::vector<BufferPtr> buf;
+    for (int i = 0; i < 5; ++i) buf.push_back(be.allocate(rows * d));
+    const AttentionShape shape{B, heads, S, S, d / heads, 1.0f / 8.0f, false};
+    const Timing t = measure(
+        [&] {
+          for (size_t i = 0; i < 3; ++i) be.matmul(*x.buffer, *w[i].buffer, *buf[i], rows, d, d, true);
+          be.attention(*buf[0], *buf[1], *buf[2], nullptr, *buf[3], shape, nullptr);
+          be.matmul(*buf[3], *w[3].buffer, *buf[4], rows, d, d, true);
+          be.synchronize();
+        },
+        c.budget);
+    const double flops = 8.0 * double(rows) * d * d + 4.0 * double(B) * double(S) * double(S) * d;
+    c.report("mha", {{"batch", B}, {"seq", S}, {"d_model", d}, {"heads", heads}}, t, flops);
+  }
+}
+
+void bench_encoder(Context& c) {
+  TransformerConfig config;
+  config.vocab_size = 0, config.classifier_head = false, config.final_norm = false;
+  config.d_model = 512, config.num_heads = 8, config.num_layers = c.options.quick ? 1 : 6, config.d_ff = 2048;
+  config.dropout = 0.0;
+  TorchGenerator gen(0);
+  const TransformerModel model = init_encoder(config, gen);
+  DeviceModel device(c.backend, model);
+  const size_t B = c.options.quick ? 2 : 8, S = c.options.quick ? 64 : 128;
+  Tensor x = Tensor::from_shape({B, S, config.d_model});
+  const auto values = random_floats(x.size(), 5);
+  std::copy(values.begin(), values.end(), x.begin());
+  const Timing t = measure([&] { device.encode(x, nullptr, false); }, c.budget);
+  const double rows = double(B * S), d = 512, ff = 2048;
+  const double flops = double(config.num_layers) * (rows * (8 * d * d + 4 * d * ff) + 4.0 * rows * double(S) * d);
+  c.report("encoder", {{"batch", B}, {"seq", S}, {"d_model", 512}, {"heads", 8}, {"layers", config.num_layers}, {"d_ff", 2048}},
+           t, flops, {{"tokens_per_s", rows / median(t.seconds)}});
+}
+
+void bench_gemm(Context& c) {
+  double peak = 0;  // every thread's FMA rate at once, the best of 5 tries
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    std::vector<double> rates(c.threads);
+    c.pool.parallel_for(c.threads, [&](size_t i) { rates[i] = fma_peak_flops(5000000); });
+    double sum = 0;
+    for (double r : rates) sum += r;
+    peak = std::max(peak, sum);
+  }
+  c.results.push_back({{"case", "fma_peak"}, {"params", {{"threads", c.threads}}}, {"gflops", peak / 1e9}});
+  const std::vector<size_t> sizes = c.options.quick ? std::vector<size_t>{256} : std::vector<size_t>{256, 512, 1024, 2048};
+  for (size_t n : sizes) {
+    const auto a = random_floats(n * n, 6), b = random_floats(n * n, 7);
+    std::vector<float> out(n * n);
+    Gemm g;
+    g.m = g.n = g.k = n;
+    g.a = a.data(), g.lda = n, g.b = b.data(), g.ldb = n, g.c = out.data(), g.ldc = n;
+    const Timing t = measure([&] { gemm(g, &c.pool); }, c.budget);
+    const double flops = 2.0 * double(n) * double(n) * double(n);
+    c.report("gemm", {{"n", n}}, t, flops, {{"fraction_of_peak", flops / median(t.seconds) / peak}});
+  }
+}
+
+const std::vector<std::pair<std::string, void (*)(Context&)>> all_cases = {
+    {"tutorial", bench_tutorial}, {"sdpa", bench_sdpa}, {"mha", bench_mha}, {"encoder", bench_encoder}, {"gemm", bench_gemm}};
+
+// ---------------------------------------------------------------------------------------------
+// PyTorch side by side
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
+#if !defined(__EMSCRIPTEN__)
+// tests/bench_torch.py with PyTorch's best settings for this thread count (see README).
+Json run_torch(const BenchOptions& o, const std::vector<std::string>& cases, size_t threads) {
+  std::string cmd = "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE LD_LIBRARY_PATH=" +
+                    shell_quote(std::string(ATTN_SOURCE_DIR) + "/.deps/openblas/usr/lib/x86_64-linux-gnu/openblas-pthread");
+  if (threads == 2) cmd += " OMP_WAIT_POLICY=PASSIVE";
+  cmd += " " + shell_quote(o.torch_python) + " " + shell_quote(std::string(ATTN_SOURCE_DIR) + "/tests/bench_torch.py");
+  cmd += " --threads " + std::to_string(threads);
+  if (o.quick) cmd += " --quick";
+  for (const auto& c : cases) cmd += " " + c;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) throw InputError("could not start " + o.torch_python);
+  std::string text;
+  char chunk[4096];
+  for (size_t n; (n = fread(chunk, 1, sizeof chunk, pipe)) > 0;) text.append(chunk, n);
+  if (pclose(pipe) != 0) throw InputError("the PyTorch benchmark failed: " + cmd);
+  return Json::parse(text);
+}
+#endif
+
+std::string key_of(const Json& r) { return r["case"].get<std::string>() + r["params"].dump(); }
+
+// Adds torch_* fields and ratios (PyTorch's time / ours: > 1 means faster here) to matching cases.
+void merge_torch(Json& ours, const Json& torch) {
+  for (Json& r : ours) {
+    for (const Json& t : torch["results"]) {
+      if (key_of(t) != key_of(r)) continue;
+      if (t.contains("median_s") && r.contains("median_s")) {
+        r["torch_median_s"] = t["median_s"];
+        r["speedup"] = t["median_s"].get<double>() / r["median_s"].get<double>();
+        r["torch_extra_memory_mb"] = t["extra_memory_mb"];
+        if (t.contains("variant")) r["torch_variant"] = t["variant"];
+      }
+    }
+  }
+}
+
+std::string format_row(const Json& r) {
+  char line[512];
+  if (r["case"] == "fma_peak") {
+    std::snprintf(line, sizeof line, "%-9s %-44s %39.1f GFLOP/s", "fma_peak", r["params"].dump().c_str(),
+                  r["gflops"].get<double>());
+    return line;
+  }
+  std::snprintf(line, sizeof line, "%-9s %-44s %10.4g %10.4g %10.4g %8.1f %9.1f", r["case"].get<std::string>().c_str(),
+                r["params"].dump().c_str(), r["median_s"].get<double>() * 1e3, r["min_s"].get<double>() * 1e3,
+                r["max_s"].get<double>() * 1e3, r["gflops"].get<double>(), r["extra_memory_mb"].get<double>());
+  std::string out = line;
+  if (r.contains("fraction_of_peak")) out += "  " + std::to_string(int(std::lround(100 * r["fraction_of_peak"].get<double>()))) + "% of peak";
+  if (r.contains("tokens_per_s")) out += "  " + std::to_string(std::lround(r["tokens_per_s"].get<double>())) + " tokens/s";
+  if (r.contains("speedup")) {
+    std::snprintf(line, sizeof line, "  | torch %.4g ms: %.2fx, memory %.1f MB", r["torch_median_s"].get<double>() * 1e3,
+                  r["speedup"].get<double>(), r["torch_extra_memory_mb"].get<double>());
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace
+
+void add_bench_options(CLI::App& cmd, BenchOptions& o) {
+  cmd.add_option("cases", o.cases, "tutorial, sdpa, mha, encoder, gemm (default: all)");
+  cmd.add_option("--threads", o.threads, "threads (default: the number of cores)");
+  cmd.add_option("--isa", o.isa, "force the kernels' instruction set: avx512, avx2, sse4.2");
+  cmd.add_option("--backend", o.backend, "compute backend of the mha and encoder cases (cpu, gl, cuda, auto)");
+  cmd.add_flag("--torch", o.torch, "run the same cases in PyTorch (tests/bench_torch.py) and print ratios");
+  cmd.add_option("--torch-python", o.torch_python, "the Python with PyTorch (default /usr/bin/python3)");
+  cmd.add_flag("--quick", o.quick, "small sizes only (a smoke test)");
+  cmd.add_flag("--json", o.json, "print the results as JSON");
+}
+
+void add_bench_command(CLI::App& app, BenchOptions& o) {
+  CLI::App* cmd = app.add_subcommand("bench", "time the kernels and the model, side by side with PyTorch (--torch)");
+  add_bench_options(*cmd, o);
+  cmd->callback([&o] { run_bench(o); });
+}
+
+void run_bench(const BenchOptions& o) {
+  for (const std::string& name : o.cases)
+    if (std::none_of(all_cases.begin(), all_cases.end(), [&](const auto& c) { return c.first == name; }))
+      throw InputError("unknown benchmark case '" + name + "' (expected tutorial, sdpa, mha, encoder or gemm)");
+  if (!o.isa.empty()) set_kernel_isa(o.isa);
+  const size_t threads = o.threads.empty() ? hardware_threads() : parse_size("--threads", o.threads, 1);
+  ThreadPool pool(threads);
+  std::string note = "cpu";
+#if defined(ATTN_HAVE_BACKENDS)
+  std::unique_ptr<Backend> backend = make_backend(o.backend, threads, note);
+#else
+  if (o.backend != "cpu") throw InputError("only the cpu backend exists in this build");
+  std::unique_ptr<Backend> backend = make_cpu_backend(threads);
+#endif
+  Context c{o, threads, pool, *backend, o.quick ? 0.05 : 0.5};
+  std::vector<std::string> ran;
+  for (const auto& [name, fn] : all_cases)
+    if (o.cases.empty() || std::find(o.cases.begin(), o.cases.end(), name) != o.cases.end()) {
+      fn(c);
+      ran.push_back(name);
+    }
+  Json doc = {{"isa", kernel_isa()}, {"threads", threads}, {"backend", note}};
+  if (o.torch) {
+#if !defined(__EMSCRIPTEN__)
+    const Json torch = run_torch(o, ran, threads);
+    merge_torch(c.results, torch);
+    doc["torch"] = torch["torch"].get<std::string>() + " (" + torch["blas"].get<std::string>() + ")";
+#else
+    throw InputError("--torch runs natively only");
+#endif
+  }
+  doc["results"] = c.results;
+  if (o.json) return print(doc.dump(2) + "\n");
+  std::ostringstream out;
+  out << "attn bench: kernels " << kernel_isa() << ", " << threads << " thread(s), backend " << note << "\n";
+  if (doc.contains("torch")) out << "PyTorch " << doc["torch"].get<std::string>() << "; ratios are PyTorch's time / ours\n";
+  out << "case      params                                        median ms     min ms     max ms  GFLOP/s  extra MB\n";
+  for (const Json& r : c.results) out << format_row(r) << "\n";
+  print(out.str());
+}
+
+}  // namespace attn::cli

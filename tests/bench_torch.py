@@ -1,0 +1,212 @@
+#!/usr/bin/python3
+"""The cases of `attn bench` in PyTorch (Debian's python3-torch), printed as JSON for attn to compare.
+
+`attn bench --torch` runs this with PyTorch's best settings for its own process: OPENBLAS_CORETYPE
+and OPENBLAS_L2_SIZE unset (else OpenBLAS picks its slower AVX2 kernel), OMP_WAIT_POLICY=PASSIVE for
+2 threads (else OpenMP workers spin against OpenBLAS's), and here torch.set_num_threads(N) plus
+OpenBLAS's own pool limited to N through threadpoolctl. Every case runs under torch.no_grad() in eval
+mode; the encoder reports the faster of the tutorial's modules and nn.TransformerEncoder (its fast path).
+Usage: bench_torch.py --threads N [--quick] [case ...]
+"""
+import argparse
+import json
+import math
+import statistics
+import time
+
+import torch
+import torch.nn as nn
+
+try:
+    from threadpoolctl import threadpool_limits
+except ImportError:  # python3-threadpoolctl missing: OpenBLAS keeps its default pool
+    threadpool_limits = None
+
+
+def status_bytes(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field):
+                return float(line.split()[1]) * 1024.0
+    return 0.0
+
+
+def reset_peak_memory():
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def measure(fn, budget, inner=1):
+    """As attn's measure(): a warm-up call, then samples until 3 and `budget` seconds (at most 50)."""
+    fn()
+    reset_peak_memory()
+    before = status_bytes("VmRSS:")
+    samples, start = [], time.perf_counter()
+    while len(samples) < 3 or (time.perf_counter() - start < budget and len(samples) < 50):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        samples.append((time.perf_counter() - t0) / inner)
+    return samples, max(0.0, status_bytes("VmHWM:") - before)
+
+
+def result(case, params, samples, extra, flops, **more):
+    med = statistics.median(samples)
+    r = {"case": case, "params": params, "median_s": med, "min_s": min(samples), "max_s": max(samples),
+         "samples": len(samples), "gflops": flops / med / 1e9, "extra_memory_mb": extra / 1048576.0}
+    r.update(more)
+    return r
+
+
+def attention(q, k, v, mask=None):
+    """The tutorials' plain-ops attention: matmul, scale, masked_fill, softmax, matmul."""
+    scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(mask == 0, -1e9)
+    return torch.matmul(torch.softmax(scores, dim=-1), v)
+
+
+def bench_tutorial(args):
+    torch.manual_seed(0)
+    d, ids = 6, torch.tensor([[1, 2, 3, 4], [1, 2, 5, 4], [2, 1, 6, 7], [1, 8, 4, 0]])
+    emb = nn.Embedding(9, d, padding_idx=0)
+    w_q, w_k, w_v = (nn.Linear(d, d, bias=False) for _ in range(3))
+    position = torch.arange(0, 100).unsqueeze(1).float()
+    div_term = torch.exp(torch.arange(0, d, 2).float() * (-math.log(10000.0) / d))
+    pe = torch.zeros(100, d)
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(position * div_term), torch.cos(position * div_term)
+
+    def forward():
+        x = emb(ids) * math.sqrt(d) + pe[: ids.size(1)].unsqueeze(0)
+        mask = (ids != 0).unsqueeze(1)
+        return attention(w_q(x), w_k(x), w_v(x), mask)
+
+    samples, extra = measure(forward, args.budget, 1000)
+    flops = 2 * 16 * d * d * 3 + 4 * 16 * 4 * d
+    return [result("tutorial", {"batch": 4, "seq": 4, "d_model": d}, samples, extra, flops)]
+
+
+def bench_sdpa(args):
+    out, heads, dim = [], 8, 64
+    for s in ([128, 512] if args.quick else [128, 512, 1024, 2048, 4096, 8192]):
+        q, k, v = (torch.randn(1, heads, s, dim) for _ in range(3))
+        for causal in (False, True):
+            mask = torch.tril(torch.ones(s, s, dtype=torch.bool)) if causal else None
+            samples, extra = measure(lambda: attention(q, k, v, mask), args.budget)
+            flops = 4.0 * s * s * dim * heads * (0.5 if causal else 1.0)
+            params = {"batch": 1, "heads": heads, "head_dim": dim, "seq": s, "causal": causal}
+            out.append(result("sdpa", params, samples, extra, flops))
+            del mask
+    return out
+
+
+class MultiHeadAttention(nn.Module):
+    """The second tutorial's module (seed 003)."""
+
+    def __init__(self, d_model, heads):
+        super().__init__()
+        self.h, self.d_k = heads, d_model // heads
+        self.w_q, self.w_k, self.w_v, self.w_o = (nn.Linear(d_model, d_model) for _ in range(4))
+
+    def forward(self, x, mask=None):
+        b = x.size(0)
+        q, k, v = (w(x).view(b, -1, self.h, self.d_k).transpose(1, 2) for w in (self.w_q, self.w_k, self.w_v))
+        y = attention(q, k, v, mask).transpose(1, 2).contiguous().view(b, -1, self.h * self.d_k)
+        return self.w_o(y)
+
+
+def bench_mha(args):
+    out, d, heads = [], 512, 8
+    mha = MultiHeadAttention(d, heads).eval()
+    for b, s in ([(2, 64)] if args.quick else [(8, 128), (1, 2048)]):
+        x = torch.randn(b, s, d)
+        samples, extra = measure(lambda: mha(x), args.budget)
+        flops = 8.0 * b * s * d * d + 4.0 * b * s * s * d
+        out.append(result("mha", {"batch": b, "seq": s, "d_model": d, "heads": heads}, samples, extra, flops))
+    return out
+
+
+class EncoderLayer(nn.Module):
+    """The second tutorial's post-norm encoder layer."""
+
+    def __init__(self, d, heads, ff):
+        super().__init__()
+        self.attn = MultiHeadAttention(d, heads)
+        self.ff = nn.Sequential(nn.Linear(d, ff), nn.ReLU(), nn.Linear(ff, d))
+        self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
+
+    def forward(self, x):
+        x = self.norm1(x + self.attn(x))
+        return self.norm2(x + self.ff(x))
+
+
+def bench_encoder(args):
+    d, heads, ff = 512, 8, 2048
+    layers = 1 if args.quick else 6
+    b, s = (2, 64) if args.quick else (8, 128)
+    x = torch.randn(b, s, d)
+    variants = {
+        "tutorial modules": nn.Sequential(*(EncoderLayer(d, heads, ff) for _ in range(layers))).eval(),
+        "nn.TransformerEncoder": nn.TransformerEncoder(
+            nn.TransformerEncoderLayer(d, heads, ff, dropout=0.0, batch_first=True), layers,
+            enable_nested_tensor=False).eval(),
+    }
+    best = None
+    for name, model in variants.items():
+        samples, extra = measure(lambda: model(x), args.budget)
+        if best is None or statistics.median(samples) < statistics.median(best[1]):
+            best = (name, samples, extra)
+    flops = layers * (b * s * (8 * d * d + 4 * d * ff) + 4.0 * b * s * s * d)
+    params = {"batch": b, "seq": s, "d_model": d, "heads": heads, "layers": layers, "d_ff": ff}
+    med = statistics.median(best[1])
+    return [result("encoder", params, best[1], best[2], flops, tokens_per_s=b * s / med, variant=best[0])]
+
+
+def bench_gemm(args):
+    out = []
+    for n in ([256] if args.quick else [256, 512, 1024, 2048]):
+        a, b = torch.randn(n, n), torch.randn(n, n)
+        samples, extra = measure(lambda: torch.mm(a, b), args.budget)
+        out.append(result("gemm", {"n": n}, samples, extra, 2.0 * n ** 3))
+    return out
+
+
+CASES = {"tutorial": bench_tutorial, "sdpa": bench_sdpa, "mha": bench_mha, "encoder": bench_encoder,
+         "gemm": bench_gemm}
+
+
+def blas_description():
+    """Which BLAS (and OpenBLAS kernel) this process loaded, for the report."""
+    try:
+        from threadpoolctl import threadpool_info
+        return ", ".join(f"{i['internal_api']} {i.get('architecture') or ''}".strip() for i in threadpool_info())
+    except ImportError:
+        return "unknown"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, required=True)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("cases", nargs="*", help=", ".join(CASES))
+    args = parser.parse_args()
+    unknown = [c for c in args.cases if c not in CASES]
+    if unknown:
+        parser.error("unknown case(s): " + ", ".join(unknown))
+    args.budget = 0.05 if args.quick else 0.5
+    torch.set_num_threads(args.threads)
+    if threadpool_limits:
+        threadpool_limits(args.threads)  # OpenBLAS's own pool, for this process
+    torch.manual_seed(0)
+    results = []
+    with torch.no_grad():
+        for name in args.cases or CASES:
+            results += CASES[name](args)
+    print(json.dumps({"torch": torch.__version__, "blas": blas_description(), "results": results}))
+
+
+if __name__ == "__main__":
+    main()
