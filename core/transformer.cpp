@@ -143,9 +143,6 @@ Tensor rows(const Tensor& t, size_t begin, size_t count) {
   return out;
 }
 
-// A model without embedding and head is a bare nn.TransformerEncoder: its names have no "encoder.".
-bool bare_encoder(const TransformerConfig& c) { return c.vocab_size == 0 && !c.classifier_head; }
-
 template <class L, class Visit>
 void visit_linear(const std::string& name, L& l, Visit&& visit) {
   visit(name + ".weight", l.weight);
@@ -518,6 +515,9 @@ Tensor encoder_forward(const TransformerModel& model, Tensor x, const MaskTensor
   }
   return c.final_norm ? layer_norm(x, model.final_norm) : x;
 }
+
+// A model without embedding and head is a bare nn.TransformerEncoder: its names have no "encoder.".
+bool bare_encoder(const TransformerConfig& c) { return c.vocab_size == 0 && !c.classifier_head; }
 
 Tensor classifier_input(const TransformerModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
                         TorchGenerator* dropout_gen, Trace& t) {

@@ -34,6 +34,8 @@ struct TransformerConfig {
   size_t head_dim() const { return d_model / num_heads; }
 };
 
+// A TransformerEncoder alone: no embedding and no classifier head (it takes vectors, not token ids).
+bool bare_encoder(const TransformerConfig& config);
 // Throws InputError for sizes PyTorch would refuse or that do not fit in memory.
 void validate(const TransformerConfig& config);
 TransformerConfig config_from_json(const Json& json);  // the keys of Json below; unknown keys refused

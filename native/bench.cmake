@@ -12,5 +12,6 @@ if(EMSCRIPTEN)
   add_executable(attn-bench "${CMAKE_CURRENT_LIST_DIR}/bench_main.cpp")
   target_link_libraries(attn-bench PRIVATE attn_bench)
   attn_target_defaults(attn-bench)
-  target_link_options(attn-bench PRIVATE -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB -sEXIT_RUNTIME=1)
+  target_link_options(attn-bench PRIVATE -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB -sEXIT_RUNTIME=1 -sNODERAWFS=1
+                                         -sWASM_ASYNC_COMPILATION=0)
 endif()

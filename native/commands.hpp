@@ -26,7 +26,7 @@ void add_model_options(CLI::App& cmd, ModelOptions& o);
 
 struct EncodeOptions {
   ModelOptions model;
-  std::string save_weights, save_npy;
+  std::string save_weights, save_npy, backend;  // backend empty: the exact reference path
   std::vector<std::string> ids;
   SentenceOptions sentences;
   bool json = false;

@@ -1,12 +1,16 @@
 #include <filesystem>
 #include <sstream>
 
+#include <iostream>
+
+#include "core/device_model.hpp"
 #include "core/error.hpp"
 #include "core/npy.hpp"
 #include "core/tokenizer.hpp"
 #include "core/torch_print.hpp"
 #include "core/transformer.hpp"
 #include "core/tutorial.hpp"
+#include "native/backends.hpp"
 #include "native/commands.hpp"
 #include "native/model_options.hpp"
 
@@ -87,13 +91,28 @@ void save_npy_dir(const std::string& dir, const Trace& trace) {
   for (const Stage& s : trace.stages()) write_npy(dir + "/" + s.name + ".npy", s.value);
 }
 
+// The fast path (fused attention, FMA kernels, or a GPU): the same stages but scores and weights.
+Trace classify_on_backend(const EncodeOptions& o, const TransformerModel& model, const Inputs& in) {
+  if (o.model.train) throw InputError("--backend computes in evaluation mode only (no dropout): drop --train");
+  if (bare_encoder(model.config)) throw InputError("--backend needs token ids: an --encoder-only model takes vectors");
+  std::string note;
+  const std::unique_ptr<Backend> backend = make_backend(o.backend, 0, note);
+  std::cerr << "attn: backend " << note << "\n";
+  DeviceModel device(*backend, model);
+  Trace trace;
+  device.classify(in.ids, in.batch, in.seq, parse_mask_kind(o.model.mask), &trace);
+  return trace;
+}
+
 void run(const EncodeOptions& o) {
   const Inputs in = read_inputs(o);
   const size_t needed = in.has_vocab ? in.vocab.size() : size_t(*std::max_element(in.ids.begin(), in.ids.end())) + 1;
   TorchGenerator gen(parse_seed(o.model.seed.empty() ? "0" : o.model.seed));
   const TransformerModel model = build_model(o.model, model_config(o.model), needed, gen);
   const bool train = o.model.train;
-  const Trace trace = classify(model, in.ids, in.batch, in.seq, parse_mask_kind(o.model.mask), train ? &gen : nullptr);
+  const Trace trace = o.backend.empty() ? classify(model, in.ids, in.batch, in.seq, parse_mask_kind(o.model.mask),
+                                                   train ? &gen : nullptr)
+                                        : classify_on_backend(o, model, in);
   if (!o.save_weights.empty()) write_safetensors(o.save_weights, state_dict(model));
   if (!o.save_npy.empty()) save_npy_dir(o.save_npy, trace);
   if (!o.json) return print(text_report(model, in, trace, train));
@@ -121,6 +140,9 @@ void add_encode_command(CLI::App& app, EncodeOptions& o) {
   cmd->add_flag("--json", o.json, "print the trace as one JSON document");
   cmd->add_option("--save-weights", o.save_weights, "write the model's state_dict as safetensors");
   cmd->add_option("--save-npy", o.save_npy, "write every stage as FOLDER/<stage>.npy");
+  cmd->add_option("--backend", o.backend,
+                  "compute on cpu (fast kernels), gl, cuda or auto instead of the PyTorch-exact reference path; "
+                  "scores and attention weights are then not stored");
   cmd->callback([&o] { run(o); });
 }
 

@@ -69,3 +69,10 @@ attn_cli_case(encode_huge 2 "memory" encode --vocab-size 1000000000 --d-model 65
 # Weights cross between attn and PyTorch in both directions, with the same logits.
 add_test(NAME cli.encode_torch_roundtrip
          COMMAND /usr/bin/python3 "${CMAKE_CURRENT_SOURCE_DIR}/torch_roundtrip.py" $<TARGET_FILE:attn>)
+
+# attn bench: a smoke run of the small sizes (timings are reported, never asserted), and its bad input.
+attn_cli_case(bench_quick 0 "\"case\": \"gemm\".*\"fraction_of_peak\"" bench --quick --json --threads 2 tutorial sdpa gemm)
+attn_cli_case(bench_unknown_case 2 "unknown benchmark case 'flops'" bench flops)
+attn_cli_case(bench_threads_zero 2 "--threads expects an integer >= 1" bench --threads 0 gemm)
+attn_cli_case(bench_isa_unknown 2 "instruction set 'mmx' is not available" bench --isa mmx gemm)
+attn_cli_case(bench_backend_unknown 2 "backend" bench --backend tpu gemm)
