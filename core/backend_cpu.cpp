@@ -63,19 +63,36 @@ class CpuBackend : public Backend {
   std::vector<uint8_t> keep_;
 };
 
+// Two passes per row (mean, then the variance around it) in vectors of float, rows over the threads.
 void CpuBackend::layer_norm(const Buffer& x, const Buffer& gamma, const Buffer& beta, Buffer& y, size_t rows,
                             size_t n, float eps) {
-  const float *g = host(gamma), *b = host(beta);
-  for (size_t r = 0; r < rows; ++r) {
-    const float* in = host(x) + r * n;
-    float* out = host(y) + r * n;
-    float mean = 0.0f, var = 0.0f;
-    for (size_t i = 0; i < n; ++i) mean += in[i];
-    mean /= float(n);
-    for (size_t i = 0; i < n; ++i) var += (in[i] - mean) * (in[i] - mean);
+  using batch = xsimd::batch<float>;
+  constexpr size_t L = batch::size;
+  const float *g = host(gamma), *b = host(beta), *in_all = host(x);
+  float* out_all = host(y);
+  pool_.parallel_for(rows, [&](size_t r) {
+    const float* in = in_all + r * n;
+    float* out = out_all + r * n;
+    const size_t nv = n / L * L;
+    batch sum(0.0f);
+    for (size_t i = 0; i < nv; i += L) sum += batch::load_unaligned(in + i);
+    float total = xsimd::reduce_add(sum);
+    for (size_t i = nv; i < n; ++i) total += in[i];
+    const float mean = total / float(n);
+    batch sq(0.0f);
+    for (size_t i = 0; i < nv; i += L) {
+      const batch d = batch::load_unaligned(in + i) - batch(mean);
+      sq = xsimd::fma(d, d, sq);
+    }
+    float var = xsimd::reduce_add(sq);
+    for (size_t i = nv; i < n; ++i) var += (in[i] - mean) * (in[i] - mean);
     const float rstd = 1.0f / std::sqrt(var / float(n) + eps);
-    for (size_t i = 0; i < n; ++i) out[i] = (in[i] - mean) * rstd * g[i] + b[i];
-  }
+    for (size_t i = 0; i < nv; i += L)
+      xsimd::fma((batch::load_unaligned(in + i) - batch(mean)) * batch(rstd), batch::load_unaligned(g + i),
+                 batch::load_unaligned(b + i))
+          .store_unaligned(out + i);
+    for (size_t i = nv; i < n; ++i) out[i] = (in[i] - mean) * rstd * g[i] + b[i];
+  });
 }
 
 void CpuBackend::attention(const Buffer& q, const Buffer& k, const Buffer& v, const Buffer* key_keep, Buffer& out,
