@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/device_model.hpp"
 #include "core/error.hpp"
 
 namespace attn::batch {
@@ -203,7 +204,7 @@ std::vector<std::vector<Item>> group_by_length(std::vector<Item> items, size_t b
   return batches;
 }
 
-Trace compute(const TransformerModel& model, const std::vector<Item>& items, MaskKind mask) {
+Trace compute(const TransformerModel& model, const std::vector<Item>& items, MaskKind mask, DeviceModel* device) {
   const size_t seq = items.front().ids.size();
   std::vector<int64_t> ids;
   ids.reserve(items.size() * seq);
@@ -211,7 +212,10 @@ Trace compute(const TransformerModel& model, const std::vector<Item>& items, Mas
     if (item.ids.size() != seq) throw std::logic_error("batch::compute: items of different lengths");
     ids.insert(ids.end(), item.ids.begin(), item.ids.end());
   }
-  return classify(model, ids, items.size(), seq, mask, nullptr);
+  if (!device) return classify(model, ids, items.size(), seq, mask, nullptr);
+  Trace trace;
+  device->classify(ids, items.size(), seq, mask, &trace);
+  return trace;
 }
 
 StageSelection select_stages(const Trace& sample, const TransformerConfig& config,
@@ -358,8 +362,9 @@ SafetensorsHeader parse_safetensors_header(const std::string& path, const std::s
   } catch (const Json::exception& e) {
     fail(std::string("malformed safetensors header: ") + e.what());
   }
-  std::sort(out.tensors.begin(), out.tensors.end(),
-            [](const StoredTensor& a, const StoredTensor& b) { return a.begin < b.begin; });
+  // Stable: empty tensors share an offset, and the header's order is the writer's.
+  std::stable_sort(out.tensors.begin(), out.tensors.end(),
+                   [](const StoredTensor& a, const StoredTensor& b) { return a.begin < b.begin; });
   uint64_t offset = 0;
   for (const auto& t : out.tensors) {
     if (t.begin != offset) fail("tensor '" + t.entry.name + "': the data has a gap or an overlap before it");

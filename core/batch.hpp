@@ -20,6 +20,10 @@
 #include "core/trace.hpp"
 #include "core/transformer.hpp"
 
+namespace attn {
+class DeviceModel;
+}
+
 namespace attn::batch {
 
 enum class InputFormat { text, jsonl };
@@ -76,8 +80,10 @@ Item make_item(RawItem raw, size_t line, const ItemRules& rules);
 // input order within a length.
 std::vector<std::vector<Item>> group_by_length(std::vector<Item> items, size_t batch_size);
 
-// Runs the model (evaluation mode) on items of one length: the batch's trace.
-Trace compute(const TransformerModel& model, const std::vector<Item>& items, MaskKind mask);
+// Runs the model (evaluation mode) on items of one length: the batch's trace, by the exact path, or
+// by the fast path on `device` when given (its stages but the scores).
+Trace compute(const TransformerModel& model, const std::vector<Item>& items, MaskKind mask,
+              DeviceModel* device = nullptr);
 
 // Which stages each record keeps.
 struct StageSelection {

@@ -1,5 +1,6 @@
 #include "core/device_model.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.hpp"
@@ -43,7 +44,7 @@ struct DeviceModel::Weights {
 // Activations for one batch shape, reused from layer to layer and from call to call.
 struct DeviceModel::Activations {
   size_t batch = 0, seq = 0;
-  BufferPtr x, h, q, k, v, attention, projected, hidden, keep;
+  BufferPtr x, h, q, k, v, attention, projected, hidden, keep, weights;
 };
 
 DeviceModel::DeviceModel(Backend& backend, const TransformerModel& model)
@@ -64,6 +65,7 @@ void DeviceModel::ensure_activations(size_t batch, size_t seq) {
   for (BufferPtr* b : {&a.x, &a.h, &a.q, &a.k, &a.v, &a.attention, &a.projected}) *b = backend_.allocate(rows * d);
   a.hidden = backend_.allocate(rows * config_.ff_width());
   a.keep = backend_.allocate(rows);
+  a.weights.reset();  // allocated when a layer's weights are asked for
   a.batch = batch, a.seq = seq;
 }
 
@@ -89,11 +91,14 @@ void DeviceModel::layer_forward(size_t index, size_t batch, size_t seq, bool cau
   const size_t rows = batch * seq, d = config_.d_model, H = config_.num_heads;
   const std::string p = "layers." + std::to_string(index) + ".";
   auto record = [&](const std::string& name, const Buffer& b, Shape shape) {
-    if (trace) trace->record(p + name, pull(b, shape));
+    if (trace && wanted(p + name)) trace->record(p + name, pull(b, shape));
   };
   auto record_heads = [&](const std::string& name, const Buffer& b) {
-    if (trace) trace->record(p + name, split_heads(pull(b, {batch, seq, d}), H));
+    if (trace && wanted(p + name)) trace->record(p + name, split_heads(pull(b, {batch, seq, d}), H));
   };
+  const std::string weights_name = p + "self_attn.attention_weights";
+  const bool keep_weights = trace && !wanted_.empty() && wanted(weights_name);
+  if (keep_weights && !a.weights) a.weights = backend_.allocate(batch * H * seq * seq);
   Backend& be = backend_;
   const Buffer& attn_in = config_.norm_first ? *a.h : *a.x;
   if (config_.norm_first) {
@@ -107,7 +112,9 @@ void DeviceModel::layer_forward(size_t index, size_t batch, size_t seq, bool cau
   record_heads("self_attn.key", *a.k);
   record_heads("self_attn.value", *a.v);
   AttentionShape shape{batch, H, seq, seq, config_.head_dim(), 1.0f / std::sqrt(float(config_.head_dim())), causal};
-  be.attention(*a.q, *a.k, *a.v, masked ? a.keep.get() : nullptr, *a.attention, shape, nullptr);
+  be.attention(*a.q, *a.k, *a.v, masked ? a.keep.get() : nullptr, *a.attention, shape,
+               keep_weights ? a.weights.get() : nullptr);
+  if (keep_weights) trace->record(weights_name, pull(*a.weights, {batch, H, seq, seq}));
   record("self_attn.attention_output", *a.attention, {batch, seq, d});
   linear(be, *a.attention, l.output, *a.projected, rows);
   record("self_attn.output", *a.projected, {batch, seq, d});
@@ -133,6 +140,10 @@ void DeviceModel::layer_forward(size_t index, size_t batch, size_t seq, bool cau
     record("norm2", *a.x, {batch, seq, d});
   }
   record("output", *a.x, {batch, seq, d});
+}
+
+bool DeviceModel::wanted(const std::string& stage) const {
+  return wanted_.empty() || std::find(wanted_.begin(), wanted_.end(), stage) != wanted_.end();
 }
 
 Tensor DeviceModel::encode(const Tensor& x, const uint8_t* key_keep, bool causal, Trace* trace) {

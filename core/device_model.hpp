@@ -3,6 +3,7 @@
 // gets back what it asks for: the result, and every stage when a trace is passed.
 #pragma once
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -18,6 +19,9 @@ class DeviceModel {
   // trace: the stages classify() records, except the attention scores and weights (never stored).
   Tensor classify(const std::vector<int64_t>& ids, size_t batch, size_t seq, MaskKind mask,
                   Trace* trace = nullptr);
+  // Records only these stages (classify's names); "layers.{i}.self_attn.attention_weights" among them
+  // makes that layer materialise its weights. Empty (the default): every stage but scores and weights.
+  void record_only(std::vector<std::string> stage_names) { wanted_ = std::move(stage_names); }
   // The encoder stack on x [B, S, d]; key_keep [B, S] (1 = real token) or null; causal mask.
   Tensor encode(const Tensor& x, const uint8_t* key_keep, bool causal, Trace* trace = nullptr);
   Backend& backend() { return backend_; }
@@ -27,6 +31,7 @@ class DeviceModel {
   struct Activations;
   void layer_forward(size_t index, size_t batch, size_t seq, bool causal, bool masked, Trace* trace);
   void ensure_activations(size_t batch, size_t seq);
+  bool wanted(const std::string& stage) const;
   Tensor pull(const Buffer& buffer, const Shape& shape);
 
   Backend& backend_;
@@ -34,6 +39,7 @@ class DeviceModel {
   const TransformerModel& model_;
   std::unique_ptr<Weights> weights_;
   std::unique_ptr<Activations> act_;
+  std::vector<std::string> wanted_;
 };
 
 }  // namespace attn

@@ -35,7 +35,8 @@ void add_encode_command(CLI::App& app, EncodeOptions& o);
 
 struct BatchOptions {
   ModelOptions model;
-  std::string input, output = "-", format = "jsonl", input_format = "auto", threads, batch_size = "32", shard;
+  std::string input, output = "-", format = "jsonl", input_format = "auto", threads, batch_size = "32", shard,
+      save_vocab, backend;
   std::vector<std::string> stages;
   std::vector<size_t> layers, heads;
   bool resume = false, quiet = false;

@@ -198,3 +198,107 @@ TEST_CASE("batch shards split lines by number", "[batch]") {
   CHECK_THROWS_AS(parse_shard("4/3"), InputError);
   CHECK_THROWS_AS(parse_shard("1-3"), InputError);
 }
+
+TEST_CASE("batch arrays hold the numbers of the record", "[batch]") {
+  const TransformerModel model = small_model();
+  const Item item{4, "x", {"a", "b", "c"}, {1, 2, 3}};
+  const Trace trace = compute(model, {item}, MaskKind::padding);
+  const StageSelection s = select_stages(trace, model.config, {"tokens", "token_ids", "attention_weights", "logits"},
+                                         {1}, {0});
+  const ItemArrays a = item_arrays(item, trace, 0, s);
+  REQUIRE(a.stages.size() == s.names.size());
+  const auto record = nlohmann::json::parse(item_record(a, s));
+  CHECK(item_record(a, s) == item_record(item, trace, 0, s));
+  for (size_t k = 0; k < s.names.size(); ++k) {
+    const auto& stage = record["stages"][s.names[k]];
+    CHECK(stage["shape"].get<Shape>() == Shape(a.stages[k].shape().begin(), a.stages[k].shape().end()));
+    REQUIRE(stage["data"].size() == a.stages[k].size());
+    for (size_t i = 0; i < a.stages[k].size(); ++i) CHECK(stage["data"][i].get<float>() == a.stages[k].data()[i]);
+  }
+  CHECK(record["stages"]["token_ids"]["data"].dump() == "[1,2,3]");  // ids as integers in JSON
+  CHECK(index_record(a, s, true) == R"({"line":4,"id":"x","length":3,"tokens":["a","b","c"],"ids":[1,2,3]})" "\n");
+  CHECK(index_record(a, s, false) == R"({"line":4,"id":"x","length":3,"tokens":["a","b","c"]})" "\n");
+  const StageSelection plain = select_stages(trace, model.config, {"logits"}, {}, {});
+  CHECK(index_record(item_arrays(item, trace, 0, plain), plain, true) == R"({"line":4,"id":"x","length":3})" "\n");
+}
+
+TEST_CASE("batch stage layouts tell fixed shapes from length-dependent ones", "[batch]") {
+  const TransformerModel model = small_model();
+  const Trace trace = compute(model, {ids_item(1, {1})}, MaskKind::padding);
+  const StageSelection s = select_stages(trace, model.config, {"embedding", "attention_weights", "logits"}, {0}, {1});
+  const auto layouts = stage_layouts(model, MaskKind::padding, s);
+  REQUIRE(layouts.size() == 3);
+  CHECK(layouts[0].name == "embedding");
+  CHECK(!layouts[0].fixed);
+  CHECK(layouts[0].shape.size() == 2);
+  CHECK(layouts[1].name == "layers.0.self_attn.attention_weights");
+  CHECK(!layouts[1].fixed);
+  CHECK(layouts[1].shape == Shape{1, 1, 1});  // one head kept, length 1
+  CHECK(layouts[2].name == "logits");
+  CHECK(layouts[2].fixed);
+  CHECK(layouts[2].shape == Shape{3});
+}
+
+TEST_CASE("batch safetensors headers are aligned contiguous and checked when read", "[batch]") {
+  const std::string bytes = safetensors_header({{"line", "I64", {3}}, {"w", "F32", {3, 2}}, {"index", "U8", {5}}},
+                                               {{"attn_batch", "{}"}});
+  REQUIRE(bytes.size() % 8 == 0);
+  uint64_t length = 0;
+  for (size_t i = 0; i < 8; ++i) length |= uint64_t(uint8_t(bytes[i])) << (8 * i);
+  CHECK(length == bytes.size() - 8);
+  const std::string json = bytes.substr(8);
+  CHECK(json.rfind(R"({"__metadata__":{"attn_batch":"{}"},"line":{"dtype":"I64","shape":[3],"data_offsets":[0,24]},)", 0) == 0);
+  const uint64_t data = 24 + 24 + 5;
+  const SafetensorsHeader h = parse_safetensors_header("x", json, bytes.size() + data);
+  REQUIRE(h.tensors.size() == 3);
+  CHECK(h.tensors[1].entry.name == "w");
+  CHECK(h.tensors[1].begin == 24);
+  CHECK(h.tensors[1].end == 48);
+  CHECK(h.metadata.at("attn_batch") == "{}");
+  CHECK(h.data_start == bytes.size());
+  CHECK_THROWS_WITH(parse_safetensors_header("x", json, bytes.size() + data - 1), Catch::Contains("truncated or changed"));
+  const auto parse = [](const std::string& text, uint64_t data_bytes) {
+    return parse_safetensors_header("x", text, 8 + text.size() + data_bytes);
+  };
+  CHECK(parse(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8).tensors.size() == 1);
+  CHECK_THROWS_WITH(parse(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", 4), Catch::Contains("do not match"));
+  CHECK_THROWS_WITH(parse(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8), Catch::Contains("gap"));
+  CHECK_THROWS_WITH(parse(R"({"a":{"dtype":"F16","shape":[1],"data_offsets":[0,2]}})", 2),
+                    "'x': tensor 'a': dtype 'F16' is not one attn batch writes (F32, I64, U8)");
+  CHECK_THROWS_WITH(parse(R"({"a":{"dtype":"F32","shape":[1]}})", 4), Catch::Contains("malformed safetensors header"));
+  CHECK_THROWS_WITH(parse("{\"a\":", 16), Catch::Contains("not valid JSON"));
+  CHECK_THROWS_WITH(parse_safetensors_header("x", "{}", 9), Catch::Contains("truncated safetensors header"));
+}
+
+TEST_CASE("batch FNV-1a is the standard 64-bit hash", "[batch]") {
+  CHECK(Fnv1a().hex() == "cbf29ce484222325");
+  Fnv1a a, foobar;
+  a.update("a");
+  foobar.update("foo");
+  foobar.update("bar");
+  CHECK(a.hex() == "af63dc4c8601ec8c");
+  CHECK(foobar.hex() == "85944171f73967e8");
+}
+
+TEST_CASE("batch the first pass vocabulary is PAD then words by first appearance", "[batch]") {
+  Vocab vocab;
+  add_sentence_words(vocab, parse_line("b a b", InputFormat::text));
+  add_sentence_words(vocab, parse_line("bad \xff c", InputFormat::text));
+  add_sentence_words(vocab, parse_line(R"({"id": 1, "text": "c a d"})", InputFormat::jsonl));
+  add_sentence_words(vocab, parse_line(R"({"id": 1.5, "text": "e"})", InputFormat::jsonl));
+  add_sentence_words(vocab, parse_line(R"({"ids": [7, 8]})", InputFormat::jsonl));
+  CHECK(vocab.tokens() == std::vector<std::string>{"[PAD]", "b", "a", "c", "d"});
+  CHECK(vocab_json(vocab) == "{\"[PAD]\": 0, \"b\": 1, \"a\": 2, \"c\": 3, \"d\": 4}\n");
+  CHECK(vocab_identity(&vocab) != vocab_identity(nullptr));
+  Vocab other({"[PAD]", "b", "a", "d", "c"});
+  CHECK(vocab_identity(&vocab)["fnv1a64"] != vocab_identity(&other)["fnv1a64"]);
+}
+
+TEST_CASE("batch a model's identity follows its parameters", "[batch]") {
+  const TransformerModel a = small_model(), b = small_model();
+  CHECK(model_identity(a) == model_identity(b));
+  TransformerModel c = small_model();
+  c.fc.bias.data()[0] += 1e-6f;
+  CHECK(model_identity(a)["fnv1a64"] != model_identity(c)["fnv1a64"]);
+  CHECK(model_identity(a)["config"] == model_identity(c)["config"]);
+}
