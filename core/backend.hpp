@@ -1,6 +1,6 @@
 // The small interface every compute backend implements (CPU SIMD here; OpenGL compute and CUDA in
 // native/): device buffers of float32 and the operations the encoder needs. The CPU backend is the
-// reference the others are checked against, op by op (tests/test_backend_ops.cpp).
+// reference the others are checked against, op by op (native/backend_check.cpp: attn-backend-check).
 #pragma once
 #include <cstddef>
 #include <memory>

@@ -1,9 +1,14 @@
 // The playground's UI logic without a window: configuration ↔ URL hash, JS settings, recompute only
-// on change, errors as messages, the default view equal to PyTorch's numbers, colour maps, slices, PNG.
+// on change, errors as messages, the default view equal to PyTorch's numbers, the Masks view of every
+// layer, models loaded from files (good and malformed), colour maps, slices, PNG.
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include "core/error.hpp"
+#include "core/safetensors.hpp"
 #include "tests/fixtures.hpp"
+#include "ui/model_files.hpp"
 #include "ui/playground.hpp"
 
 using namespace attn;
@@ -146,7 +151,7 @@ TEST_CASE("ui default view is the first tutorial as PyTorch computes it", "[ui]"
     CHECK(differ == 0);
   }
   // The side-by-side view: without the mask, the last sentence attends to [PAD]; with it, not at all.
-  const Slice unmasked = slice_2d(computed->unmasked_weights, {3});
+  const Slice unmasked = slice_2d(unmasked_weights(*computed, 0), {3});
   const Slice masked = slice_2d(computed->trace.at("attention_weights"), {3});
   CHECK(unmasked.values[3] > 0.0f);
   CHECK(masked.values[3] == 0.0f);
@@ -160,13 +165,15 @@ TEST_CASE("ui transformer view", "[ui]") {
   c.num_layers = 2;
   const auto computed = compute(c);
   CHECK(computed->trace.at("layers.1.self_attn.attention_weights").shape() == std::vector<size_t>{4, 2, 4, 4});
-  CHECK(computed->unmasked_weights.shape() == std::vector<size_t>{4, 2, 4, 4});
+  CHECK(unmasked_weights(*computed, 1).shape() == std::vector<size_t>{4, 2, 4, 4});
+  CHECK(computed->num_layers == 2);
+  CHECK(weights_stage_name(*computed, 1) == "layers.1.self_attn.attention_weights");
   CHECK(computed->json().at("mode") == "eval");
   CHECK(stage_layer("layers.1.norm2") == 1);
   CHECK(stage_layer("pooled") == -1);
   CHECK(is_attention_matrix("layers.0.self_attn.scores"));
   CHECK_FALSE(is_attention_matrix("layers.0.self_attn.query"));
-  CHECK_FALSE(stage_formula("attention_weights").empty());
+  CHECK(std::strlen(stage_formula("attention_weights")) > 0);
 }
 
 TEST_CASE("ui slices", "[ui]") {
@@ -209,4 +216,236 @@ TEST_CASE("ui exports", "[ui]") {
   REQUIRE(npy.size() > 10);
   CHECK(std::memcmp(npy.data(), "\x93NUMPY", 6) == 0);
   CHECK(stage_json_text(Stage{"x", t, PrintDtype::float32}) == R"({"name":"x","shape":[2,2],"data":[0.5,0.5,0.5,0.5]})");
+}
+
+TEST_CASE("ui reuses the seeded model and the positional table only when they are the same", "[ui]") {
+  PlaygroundConfig c = defaults_for(ModelKind::transformer);
+  c.d_model = 16;
+  c.num_heads = 2;
+  c.num_layers = 2;
+  const auto first = compute(c);
+  // Another mask, train mode (dropout continues the generator after initialisation, as in PyTorch)
+  // and other words as many as before: the same model, the same numbers as computing afresh.
+  PlaygroundConfig d = c;
+  d.mask = MaskKind::causal;
+  d.train = true;
+  d.sentences = {"가 나 다 라", "마 바 사", "아 가", "나"};  // 8 distinct words, as the tutorial's
+  const auto reused = compute(d, first.get());
+  CHECK(reused->model == first->model);
+  CHECK(reused->json() == compute(d)->json());
+  // Another seed, size or vocabulary size: a new model.
+  d.seed = 5;
+  CHECK(compute(d, first.get())->model != first->model);
+  d = c;
+  d.sentences = {"하나 둘"};
+  CHECK(compute(d, first.get())->model != first->model);
+  d = c;
+  d.d_ff = 8;
+  const auto other = compute(d, first.get());
+  CHECK(other->model != first->model);
+  CHECK(other->json() == compute(d)->json());
+  // A Playground lends its last result to the next computation.
+  Playground p(c);
+  p.update();
+  const auto* model = p.result()->model.get();
+  d = c;
+  d.mask = MaskKind::none;
+  p.set_config(d);
+  p.update();
+  CHECK(p.result()->model.get() == model);
+}
+
+TEST_CASE("ui masks view of every layer", "[ui]") {
+  PlaygroundConfig c = defaults_for(ModelKind::transformer);
+  c.d_model = 16;
+  c.num_heads = 2;
+  c.num_layers = 3;
+  c.mask = MaskKind::none;
+  // Without a mask, the unmasked weights are the layer's own weights, bit for bit, in every layer.
+  auto computed = compute(c);
+  for (size_t layer = 0; layer < 3; ++layer) {
+    INFO("layer " << layer);
+    const bool same = unmasked_weights(*computed, layer) == computed->trace.at(weights_stage_name(*computed, layer));
+    CHECK(same);
+  }
+  CHECK_THROWS_AS(unmasked_weights(*computed, 3), InputError);
+  // With the padding mask, the last sentence (one [PAD]) differs in every layer; the others do not.
+  c.mask = MaskKind::padding;
+  computed = compute(c);
+  for (size_t layer = 0; layer < 3; ++layer) {
+    const Tensor unmasked = unmasked_weights(*computed, layer);
+    const Tensor& masked = computed->trace.at(weights_stage_name(*computed, layer));
+    const Slice full_u = slice_2d(unmasked, {0, 1}), full_m = slice_2d(masked, {0, 1});
+    CHECK(full_u.values == full_m.values);  // "나는 오늘 학교에 간다": no [PAD]
+    const Slice pad_u = slice_2d(unmasked, {3, 1}), pad_m = slice_2d(masked, {3, 1});
+    CHECK(pad_u.values[3] > 0.0f);  // query 0 → key 3 ([PAD])
+    CHECK(pad_m.values[3] == 0.0f);
+  }
+}
+
+namespace {
+
+// A folder of its own under the system's temporary folder, removed at the end of the test.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    static int counter = 0;
+    path = std::filesystem::temp_directory_path() / ("attnlab-ui-test-" + std::to_string(++counter));
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  std::string write(const std::string& name, const std::string& text) const {
+    const std::string p = (path / name).string();
+    std::ofstream(p, std::ios::binary) << text;
+    return p;
+  }
+};
+
+// The files of transformer_small.json's model (PyTorch's parameters): weights, config and a vocabulary
+// t1…t11 (so "t1 t5 t7 t2" is the fixture's first row of ids).
+struct SmallModelFiles {
+  TempDir dir;
+  std::string weights, config, vocab;
+  std::vector<std::string> sentences;
+  SmallModelFiles() {
+    const auto& f = test::cached_fixture("transformer_small.json");
+    std::vector<NamedTensor> tensors;
+    for (const auto& p : f.at("parameters")) tensors.push_back({p.at("name").get<std::string>(), test::tensor_of(p)});
+    weights = (dir.path / "small.safetensors").string();
+    write_safetensors(weights, tensors);
+    config = dir.write("model_config.json", f.at("config").dump());
+    Json v = {{"[PAD]", 0}};
+    for (int id = 1; id < 12; ++id) v["t" + std::to_string(id)] = id;
+    vocab = dir.write("tokens.json", v.dump());  // no "vocab" in the name: sorted by its content
+    for (const auto& row : f.at("ids")) {
+      std::string s;
+      for (const auto& id : row)
+        if (id.get<int>() != 0) s += (s.empty() ? "t" : " t") + std::to_string(id.get<int>());
+      sentences.push_back(s);
+    }
+  }
+};
+
+std::string load_error(const ModelFiles& files) {
+  try {
+    load_model(files);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("ui loads a model from files as PyTorch computes it", "[ui]") {
+  const SmallModelFiles files;
+  const ModelFiles sorted = sort_model_files({files.vocab, files.weights, files.config});
+  CHECK(sorted.weights == files.weights);
+  CHECK(sorted.config == files.config);
+  CHECK(sorted.vocab == files.vocab);
+  PlaygroundConfig c;
+  c.sentences = files.sentences;
+  c.model = ModelKind::loaded;
+  attach_model(c, load_model(sorted));
+  CHECK(c.d_model == 16);
+  CHECK(c.num_heads == 2);
+  CHECK(c.loaded->name == "small.safetensors + model_config.json + tokens.json");
+  Playground p(c);
+  p.update();
+  REQUIRE(p.error().empty());
+  const Computed& r = *p.result();
+  CHECK(r.tokens[1] == std::vector<std::string>{"t3", "t3", "t11", "[PAD]", "[PAD]"});
+  const auto& fixture = test::cached_fixture("transformer_small.json");
+  const Json doc = r.json();
+  CHECK(doc.at("config").at("d_model") == 16);
+  REQUIRE(doc.at("stages").size() == fixture.at("stages").size());
+  for (const auto& stage : fixture.at("stages")) {
+    const std::string name = stage.at("name").get<std::string>();
+    INFO(name);
+    CHECK(test::compare(r.trace.at(name), stage, 1e-5, 1e-5).failures == 0);
+  }
+  // Not in a link: the hash says model=loaded, and a page opened from it asks for the files.
+  const std::string hash = to_hash(c);
+  CHECK(hash.rfind("model=loaded&s=t1%20t5", 0) == 0);
+  CHECK(hash.find("d_model") == std::string::npos);
+  PlaygroundConfig linked = from_hash(hash);
+  CHECK(linked.model == ModelKind::loaded);
+  CHECK(linked.loaded == nullptr);
+  Playground q(linked);
+  q.update();
+  CHECK(q.error().find("no model loaded") != std::string::npos);
+  attach_model(linked, c.loaded);
+  CHECK(linked == c);
+  // Its sizes are the file's: settings refuse them; the other settings round-trip.
+  CHECK_THROWS_AS(apply_settings(c, Json::parse(R"({"d_model": 8})")), InputError);
+  CHECK_THROWS_AS(from_hash("model=loaded&num_heads=4"), InputError);
+  CHECK(apply_settings(c, settings_json(c)) == c);
+  CHECK(apply_settings(c, Json::parse(R"({"mask": "none", "seed": 3})")).loaded == c.loaded);
+  // Switching models keeps the loaded one to come back to.
+  const PlaygroundConfig tutorial = defaults_for(ModelKind::tutorial, c);
+  CHECK(tutorial.loaded == c.loaded);
+  CHECK(defaults_for(ModelKind::loaded, tutorial).d_model == 16);
+}
+
+TEST_CASE("ui loaded model without config or vocabulary", "[ui]") {
+  const SmallModelFiles files;
+  // No vocabulary: words get ids in order of appearance, as `attn encode` without --vocab.
+  auto model = load_model({files.weights, files.config, ""});
+  CHECK_FALSE(model->vocab.has_value());
+  PlaygroundConfig c;
+  c.model = ModelKind::loaded;
+  attach_model(c, model);
+  Playground p(c);
+  p.update();
+  CHECK(p.error().empty());
+  // A sentence with more distinct words than the embedding's 12 rows is a message.
+  c.sentences = {"a b c d e f g h i j k l m"};
+  p.set_config(c);
+  p.update();
+  CHECK(p.error().find("embedding") != std::string::npos);
+  // No config: the classifier's defaults (d_model 128) do not match these weights.
+  CHECK(load_error({files.weights, "", ""}).find("small.safetensors") != std::string::npos);
+}
+
+TEST_CASE("ui refuses malformed model files with a message", "[ui]") {
+  const SmallModelFiles files;
+  const TempDir dir;
+  const std::string fixtures = std::string(ATTN_FIXTURES_DIR) + "/safetensors/";
+  CHECK(load_error({}).find("weights") != std::string::npos);
+  CHECK_FALSE(load_error({fixtures + "bad_header_not_json.safetensors", files.config, files.vocab}).empty());
+  CHECK_FALSE(load_error({fixtures + "bad_out_of_bounds_1tb.safetensors", files.config, files.vocab}).empty());
+  CHECK_FALSE(load_error({dir.write("w.safetensors", "not a safetensors file"), files.config, ""}).empty());
+  // Messages name the files, not the folders they were in (the browser's are temporary).
+  const std::string missing = load_error({dir.path.string() + "/missing.safetensors", files.config, ""});
+  CHECK(missing.find("'missing.safetensors'") != std::string::npos);
+  CHECK(missing.find(dir.path.string()) == std::string::npos);
+  // Weights of another model (one nn.TransformerEncoderLayer): the missing tensors are named.
+  CHECK(load_error({fixtures + "encoder_f32.safetensors", files.config, ""}).find("missing") != std::string::npos);
+  const std::string bad_config = std::string(ATTN_FIXTURES_DIR) + "/../data/bad_config.json";
+  CHECK(load_error({files.weights, bad_config, ""}).find("bad_config.json") != std::string::npos);
+  CHECK(load_error({files.weights, dir.write("c.json", "{\"d_model\": "), ""}).find("not valid JSON") !=
+        std::string::npos);
+  CHECK(load_error({files.weights, files.config, dir.write("v.json", "[1, 2]")}).find("v.json") != std::string::npos);
+  CHECK(load_error({files.weights, files.config, dir.write("v2.json", R"({"[PAD]": 0, "a": 5})")}).find("distinct") !=
+        std::string::npos);
+  Json big = {{"[PAD]", 0}};
+  for (int id = 1; id < 20; ++id) big["w" + std::to_string(id)] = id;
+  CHECK(load_error({files.weights, files.config, dir.write("v3.json", big.dump())}).find("embedding only 12") !=
+        std::string::npos);
+  // Sorting: two weight files, or none.
+  CHECK_THROWS_WITH(sort_model_files({files.weights, files.weights}), Catch::Contains("two weights files"));
+  CHECK_THROWS_WITH(sort_model_files({files.config, files.vocab}), Catch::Contains("no weights"));
+  // A word the vocabulary lacks (no [UNK]) is a message in the UI, not a crash.
+  PlaygroundConfig c;
+  c.model = ModelKind::loaded;
+  attach_model(c, load_model({files.weights, files.config, files.vocab}));
+  c.sentences = {"t1 nope"};
+  Playground p(c);
+  p.update();
+  CHECK(p.result() == nullptr);
+  CHECK(p.error().find("nope") != std::string::npos);
 }

@@ -14,6 +14,7 @@ constexpr size_t max_texture = 4096;  // WebGL2 guarantees at least this texture
 constexpr float font_size = 17.0f;
 const ImVec4 error_color(1.0f, 0.45f, 0.4f, 1.0f);
 const ImVec4 dim_color(0.65f, 0.65f, 0.7f, 1.0f);
+const char* const mask_names[] = {"none", "padding", "causal", "padding+causal"};  // MaskKind's order
 
 std::vector<uint32_t> code_points(const std::string& text) {
   std::vector<uint32_t> out;
@@ -26,6 +27,20 @@ std::vector<uint32_t> code_points(const std::string& text) {
     i += n;
   }
   return out;
+}
+
+// What the atlas must hold for this configuration: the sentences and the loaded model's file names.
+std::vector<uint32_t> wanted_code_points(const PlaygroundConfig& c) {
+  std::vector<uint32_t> wanted;
+  for (const auto& s : c.sentences) {
+    const auto cps = code_points(s);
+    wanted.insert(wanted.end(), cps.begin(), cps.end());
+  }
+  if (c.loaded) {
+    const auto cps = code_points(c.loaded->name);
+    wanted.insert(wanted.end(), cps.begin(), cps.end());
+  }
+  return wanted;
 }
 
 std::string shape_text(const Tensor& t) {
@@ -47,7 +62,51 @@ bool uses_sequential_map(const std::string& name) {
   return name == "token_ids" || name == "mask" || name.find("attention_weights") != std::string::npos;
 }
 
+// A slider over [0, count) that clamps `value` even when hidden (count 1) or when the count shrank.
+void index_slider(const char* label, int& value, size_t count, bool same_line) {
+  const int last = std::max(0, int(count) - 1);
+  if (count > 1) {
+    if (same_line) ImGui::SameLine();
+    ImGui::SetNextItemWidth(140);
+    ImGui::SliderInt(label, &value, 0, last);
+  }
+  value = std::clamp(value, 0, last);
+}
+
+// The exact value under the mouse, with its indices and labels.
+void cell_tooltip(const Heatmap& h, const std::vector<std::string>* row_labels,
+                  const std::vector<std::string>* col_labels, ImVec2 origin, float cell) {
+  const ImVec2 m = ImGui::GetMousePos();
+  const size_t i = std::min(size_t(std::max(0.0f, (m.y - origin.y) / cell)), h.slice.rows - 1);
+  const size_t j = std::min(size_t(std::max(0.0f, (m.x - origin.x) / cell)), h.slice.cols - 1);
+  const float v = h.slice.values[i * h.slice.cols + j];
+  ImGui::BeginTooltip();
+  char where[96] = "";
+  for (size_t k = 0; k < h.slice.leading.size(); ++k) {
+    const size_t used = std::strlen(where);
+    std::snprintf(where + used, sizeof where - used, "%zu, ", h.slice.leading[k]);
+  }
+  ImGui::Text("[%s%zu, %zu]", where, i, j);
+  if (row_labels && i < row_labels->size()) ImGui::Text("row: %s", (*row_labels)[i].c_str());
+  if (col_labels && j < col_labels->size()) ImGui::Text("column: %s", (*col_labels)[j].c_str());
+  if (v <= masked_threshold)
+    ImGui::Text("%.9g (masked)", double(v));
+  else
+    ImGui::Text("%.9g", double(v));
+  ImGui::EndTooltip();
+}
+
 }  // namespace
+
+const char* tab_name(Tab tab) {
+  return tab == Tab::stage ? "stage" : tab == Tab::masks ? "masks" : "positional_encoding";
+}
+
+Tab parse_tab(const std::string& name) {
+  for (Tab t : {Tab::stage, Tab::masks, Tab::positional_encoding})
+    if (name == tab_name(t)) return t;
+  throw InputError("tab must be 'stage', 'masks' or 'positional_encoding' (got '" + name + "')");
+}
 
 App::App(Playground& playground, Platform& platform) : playground_(playground), platform_(platform) {
   ImGuiStyle& style = ImGui::GetStyle();
@@ -64,18 +123,25 @@ App::~App() {
 bool App::update_fonts() {
   if (font_generation_ == playground_.config_generation() && !glyphs_.empty()) return false;
   font_generation_ = playground_.config_generation();
-  std::vector<uint32_t> wanted;
-  for (const auto& s : playground_.config().sentences) {
-    const auto cps = code_points(s);
-    wanted.insert(wanted.end(), cps.begin(), cps.end());
+  const std::vector<uint32_t> wanted = wanted_code_points(playground_.config());
+  bool rebuild = glyphs_.empty();
+  for (uint32_t cp : wanted) rebuild = rebuild || (cp >= 0x20 && cp <= 0xFFFF && !glyphs_.count(cp));
+  if (rebuild) {
+    for (uint32_t cp = 0x20; cp < 0x7F; ++cp) glyphs_.insert(cp);
+    for (uint32_t cp : {0xB7u, 0xD7u, 0xF7u, 0x2026u, 0x221Au, 0x2192u}) glyphs_.insert(cp);
+    for (uint32_t cp : wanted)
+      if (cp <= 0xFFFF && cp >= 0x20) glyphs_.insert(cp);
+    build_font_atlas();
   }
-  bool missing = glyphs_.empty();
-  for (uint32_t cp : wanted) missing = missing || (cp <= 0xFFFF && !glyphs_.count(cp));
-  if (!missing) return false;
-  for (uint32_t cp = 0x20; cp < 0x7F; ++cp) glyphs_.insert(cp);
-  for (uint32_t cp : {0xB7u, 0xD7u, 0xF7u, 0x2026u, 0x221Au, 0x2192u}) glyphs_.insert(cp);
-  for (uint32_t cp : wanted)
-    if (cp <= 0xFFFF && cp >= 0x20) glyphs_.insert(cp);
+  // Characters the font has no glyph for are drawn as '?': count them (tests, the JS API).
+  const ImFont* font = ImGui::GetIO().Fonts->Fonts[0];
+  missing_glyphs_ = 0;
+  for (uint32_t cp : wanted) missing_glyphs_ += cp >= 0x20 && (cp > 0xFFFF || !font->FindGlyphNoFallback(ImWchar(cp)));
+  return rebuild;
+}
+
+// Only the glyphs in glyphs_: an atlas of all 11,172 Hangul syllables would be large and slow to build.
+void App::build_font_atlas() {
   ImFontGlyphRangesBuilder builder;
   for (uint32_t cp : glyphs_) builder.AddChar(ImWchar(cp));
   glyph_ranges_.clear();
@@ -92,7 +158,6 @@ bool App::update_fonts() {
   }
   if (!font) io.Fonts->AddFontDefault();
   io.Fonts->Build();
-  return true;
 }
 
 void App::refresh_labels() {
@@ -109,9 +174,10 @@ void App::refresh_labels() {
   size_t rows = std::max(r->tokens.size(), r->pe_table.shape().empty() ? 0 : r->pe_table.shape()[0]);
   batch_labels_.clear();
   for (size_t i = 0; i < rows; ++i) batch_labels_.push_back(std::to_string(i));
+  pe_label_ = "Sinusoidal positional encoding: " + shape_text(r->pe_table) + " (positions x dimensions); the first " +
+              std::to_string(r->tokens.empty() ? size_t(0) : r->tokens[0].size()) + " rows are used.";
   if (!find_stage(stage_)) {
-    stage_ = playground_.config().model == ModelKind::tutorial ? "attention_weights"
-                                                               : "layers.0.self_attn.attention_weights";
+    stage_ = weights_stage_name(*r, 0);
     if (!find_stage(stage_)) stage_ = r->trace.stages().back().name;
   }
 }
@@ -124,10 +190,10 @@ const Stage* App::find_stage(const std::string& name) const {
   return nullptr;
 }
 
-void App::refresh(Heatmap& h, const std::string& key, const Tensor& t, const std::vector<size_t>& index, ColorMap map) {
-  if (h.key == key && h.texture) return;
+bool App::refresh(Heatmap& h, const ViewKey& key, const Tensor& t, ColorMap map, bool is_mask) {
+  if (h.key == key && h.texture) return false;
   h.key = key;
-  h.slice = slice_2d(t, index);
+  h.slice = slice_2d(t, {key.i0, key.i1});  // indices past the tensor's leading axes are ignored
   if (h.slice.rows > max_texture || h.slice.cols > max_texture) {  // show the top-left part
     Slice cut;
     cut.rows = std::min(h.slice.rows, max_texture);
@@ -139,9 +205,10 @@ void App::refresh(Heatmap& h, const std::string& key, const Tensor& t, const std
     h.slice = std::move(cut);
   }
   h.map = map;
-  h.range = map_range(map, h.slice.values);
+  h.range = is_mask ? ValueRange{0.0f, 1.0f} : map_range(map, h.slice.values);  // all-ones is "may attend"
   h.pixels = slice_pixels(h.slice, map, h.range);
   h.texture = platform_.upload_texture(h.texture, int(h.slice.cols), int(h.slice.rows), h.pixels.data());
+  return true;
 }
 
 void App::draw() {
@@ -168,43 +235,58 @@ void App::draw() {
   }
   if (playground_.result() && ImGui::BeginTabBar("views")) {
     const ImVec2 avail = ImGui::GetContentRegionAvail();
-    if (ImGui::BeginTabItem("Stage")) {
-      draw_stage_view(avail.x, avail.y - ImGui::GetFrameHeightWithSpacing());
+    const float h = avail.y - ImGui::GetFrameHeightWithSpacing();
+    const char* const titles[] = {"Stage", "Masks", "Positional encoding"};
+    for (int t = 0; t < 3; ++t) {
+      const ImGuiTabItemFlags flags = pending_tab_ == t ? ImGuiTabItemFlags_SetSelected : 0;
+      if (!ImGui::BeginTabItem(titles[t], nullptr, flags)) continue;
+      tab_ = Tab(t);
+      if (tab_ == Tab::stage) draw_stage_view(avail.x, h);
+      else if (tab_ == Tab::masks) draw_masks_view(avail.x, h);
+      else draw_pe_view(avail.x, h);
       ImGui::EndTabItem();
     }
-    if (ImGui::BeginTabItem("Masks")) {
-      draw_masks_view(avail.x, avail.y - ImGui::GetFrameHeightWithSpacing());
-      ImGui::EndTabItem();
-    }
-    if (ImGui::BeginTabItem("Positional encoding")) {
-      draw_pe_view(avail.x, avail.y - ImGui::GetFrameHeightWithSpacing());
-      ImGui::EndTabItem();
-    }
+    pending_tab_ = -1;
     ImGui::EndTabBar();
   }
   ImGui::EndChild();
   ImGui::End();
 }
 
-void App::draw_controls() {
-  PlaygroundConfig c = playground_.config();
-  bool changed = false;
-  ImGui::TextUnformatted("attnlab playground");
-  int model = c.model == ModelKind::tutorial ? 0 : 1;
-  const bool first = ImGui::RadioButton("Tutorial 1: attention", &model, 0);
-  const bool second = ImGui::RadioButton("Tutorial 2: Transformer", &model, 1);
-  if (first || second) {
-    const ModelKind kind = model == 0 ? ModelKind::tutorial : ModelKind::transformer;
-    if (kind != c.model) {
-      c = defaults_for(kind, c);
-      changed = true;
-    }
+void App::select_view(const Json& view) {
+  if (!view.is_object()) throw InputError("the view must be an object");
+  auto index = [](const Json& v, const std::string& key) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 1 << 20)
+      throw InputError(key + " must be a non-negative integer");
+    return v.get<int>();
+  };
+  for (const auto& [key, value] : view.items()) {
+    if (key == "tab" && value.is_string()) select_tab(parse_tab(value.get<std::string>()));
+    else if (key == "stage" && value.is_string()) stage_ = value.get<std::string>();
+    else if (key == "batch") batch_ = index(value, key);
+    else if (key == "layer") set_layer(index(value, key));
+    else if (key == "head") head_ = index(value, key);
+    else throw InputError("unknown view key '" + key + "' or wrong type (tab, stage, batch, layer, head)");
   }
+}
+
+// --- controls ---
+
+void App::sync_draft() {
+  if (draft_generation_ == playground_.config_generation()) return;
+  draft_ = playground_.config();
+  draft_generation_ = playground_.config_generation();
+}
+
+void App::draw_controls() {
+  sync_draft();
+  ImGui::TextUnformatted("attnlab playground");
+  draw_model_choice();
   if (platform_.external_sentence_field()) {
     ImGui::TextColored(dim_color, "Sentences: edit them in the text field above");
   } else {
     if (sentence_generation_ != playground_.config_generation() && !ImGui::IsAnyItemActive()) {
-      const std::string text = sentences_text(c.sentences);
+      const std::string text = sentences_text(draft_.sentences);
       sentence_buffer_.assign(text.begin(), text.end());
       sentence_buffer_.resize(text.size() + 4096, '\0');
       sentence_generation_ = playground_.config_generation();
@@ -212,75 +294,150 @@ void App::draw_controls() {
     ImGui::TextUnformatted("Sentences (one per line)");
     if (ImGui::InputTextMultiline("##sentences", sentence_buffer_.data(), sentence_buffer_.size(),
                                   ImVec2(-1, ImGui::GetTextLineHeight() * 5))) {
-      c.sentences = parse_sentences_text(sentence_buffer_.data());
-      changed = true;
+      draft_.sentences = parse_sentences_text(sentence_buffer_.data());
+      apply(draft_);
     }
   }
   ImGui::PushItemWidth(140);
-  uint64_t seed = c.seed;
+  uint64_t seed = draft_.seed;
   if (ImGui::InputScalar("seed", ImGuiDataType_U64, &seed)) {
-    c.seed = seed;
-    changed = true;
+    draft_.seed = seed;
+    apply(draft_);
   }
-  changed |= input_size("d_model", c.d_model);
-  changed |= input_size("max_len", c.max_len);
-  static const char* masks[] = {"none", "padding", "causal", "padding+causal"};
-  int mask = int(c.mask);
-  if (ImGui::Combo("mask", &mask, masks, 4)) {
-    c.mask = MaskKind(mask);
-    changed = true;
+  int mask = int(draft_.mask);
+  if (ImGui::Combo("mask", &mask, mask_names, 4)) {
+    draft_.mask = MaskKind(mask);
+    apply(draft_);
   }
-  if (c.model == ModelKind::transformer) {
-    changed |= input_size("heads", c.num_heads);
-    changed |= input_size("layers", c.num_layers);
-    changed |= input_size("d_ff (0 = 4 d)", c.d_ff);
-    changed |= input_size("classes", c.num_classes);
-    float dropout = float(c.dropout);
-    if (ImGui::SliderFloat("dropout", &dropout, 0.0f, 0.9f, "%.2f")) {
-      c.dropout = double(dropout);
-      changed = true;
-    }
-    changed |= ImGui::Checkbox("train (dropout on)", &c.train);
-    changed |= ImGui::Checkbox("pre-norm", &c.norm_first);
-  }
+  if (draft_.model == ModelKind::loaded) draw_loaded_model();
+  else draw_sizes();
   ImGui::PopItemWidth();
   if (ImGui::Button("Reset to the tutorial")) {
-    c = PlaygroundConfig();
-    changed = true;
+    const auto loaded = draft_.loaded;  // keep the loaded model to come back to
+    draft_ = PlaygroundConfig();
+    attach_model(draft_, loaded);
+    apply(draft_);
   }
-  if (changed) apply(c);
+  draw_model_files();
   if (const Computed* r = playground_.result())
     ImGui::TextColored(dim_color, "%zu parameters, computed in %.1f ms", r->parameter_count, r->compute_ms);
   if (!status_.empty()) ImGui::TextWrapped("%s", status_.c_str());
+}
+
+void App::draw_model_choice() {
+  int model = int(draft_.model);
+  bool clicked = ImGui::RadioButton("Tutorial 1: attention", &model, 0);
+  clicked |= ImGui::RadioButton("Tutorial 2: Transformer", &model, 1);
+  if (draft_.loaded || draft_.model == ModelKind::loaded) clicked |= ImGui::RadioButton("Model from files", &model, 2);
+  if (clicked && ModelKind(model) != draft_.model) {
+    draft_ = defaults_for(ModelKind(model), draft_);
+    apply(draft_);
+  }
+}
+
+void App::draw_sizes() {
+  bool changed = input_size("d_model", draft_.d_model);
+  changed |= input_size("max_len", draft_.max_len);
+  if (draft_.model == ModelKind::transformer) {
+    changed |= input_size("heads", draft_.num_heads);
+    changed |= input_size("layers", draft_.num_layers);
+    changed |= input_size("d_ff (0 = 4 d)", draft_.d_ff);
+    changed |= input_size("classes", draft_.num_classes);
+    float dropout = float(draft_.dropout);
+    if (ImGui::SliderFloat("dropout", &dropout, 0.0f, 0.9f, "%.2f")) {
+      draft_.dropout = double(dropout);
+      changed = true;
+    }
+    changed |= ImGui::Checkbox("train (dropout on)", &draft_.train);
+    changed |= ImGui::Checkbox("pre-norm", &draft_.norm_first);
+  }
+  if (changed) apply(draft_);
+}
+
+void App::draw_loaded_model() {
+  if (!draft_.loaded) {
+    ImGui::TextColored(dim_color, "No model loaded: open its files below.");
+    return;
+  }
+  const TransformerConfig& t = draft_.loaded->model.config;
+  ImGui::TextWrapped("%s", draft_.loaded->name.c_str());
+  ImGui::PushStyleColor(ImGuiCol_Text, dim_color);
+  ImGui::TextWrapped("d_model %zu, %zu heads, %zu layers, d_ff %zu, max_len %zu, %s, %s%s", t.d_model, t.num_heads,
+                     t.num_layers, t.ff_width(), t.max_len, t.norm_first ? "pre-norm" : "post-norm",
+                     t.activation == Activation::relu ? "relu" : "gelu",
+                     draft_.loaded->vocab ? "" : " (vocabulary from the sentences)");
+  ImGui::PopStyleColor();
+  if (ImGui::Checkbox("train (dropout on)", &draft_.train)) apply(draft_);
+}
+
+void App::draw_model_files() {
+  if (!ImGui::CollapsingHeader("Open model files")) return;
+  if (platform_.external_model_picker()) {
+    ImGui::TextWrapped("Choose the weights (.safetensors) with its config and vocabulary (.json) with "
+                       "\"Model files\" above the canvas.");
+  } else {
+    static const char* const labels[] = {"weights", "config", "vocab"};
+    static const char* const hints[] = {"model.safetensors", "config.json (optional)", "vocab.json (optional)"};
+    for (int i = 0; i < 3; ++i)
+      ImGui::InputTextWithHint(labels[i], hints[i], model_paths_[i], sizeof model_paths_[i]);
+    if (ImGui::Button("Open")) load_model_files({model_paths_[0], model_paths_[1], model_paths_[2]});
+  }
+  if (draft_.loaded && ImGui::Button("Forget the loaded model")) {
+    if (draft_.model == ModelKind::loaded) draft_ = defaults_for(ModelKind::transformer, draft_);
+    attach_model(draft_, nullptr);
+    apply(draft_);
+  }
+}
+
+std::string App::load_model_files(const ModelFiles& files) {
+  std::string error;
+  try {
+    PlaygroundConfig c = playground_.config();
+    c.model = ModelKind::loaded;
+    attach_model(c, load_model(files));
+    apply(c);
+    status_ = "loaded " + c.loaded->name;
+    return "";
+  } catch (const InputError& e) {
+    error = e.what();
+  } catch (const std::bad_alloc&) {
+    error = "out of memory reading the model";
+  } catch (const std::exception& e) {
+    error = std::string("error: ") + e.what();
+  }
+  status_ = "could not load the model: " + error;
+  return error;
+}
+
+// --- pipeline ---
+
+void App::set_layer(int layer) {
+  if (layer == layer_) return;
+  layer_ = layer;
+  if (stage_layer(stage_) < 0) return;
+  const std::string renamed = "layers." + std::to_string(layer_) + stage_.substr(stage_.find('.', 7));
+  if (find_stage(renamed)) stage_ = renamed;
 }
 
 void App::draw_pipeline() {
   const Computed* r = playground_.result();
   if (!r) return;
   ImGui::TextUnformatted("Pipeline");
-  const size_t layers = playground_.config().model == ModelKind::transformer ? playground_.config().num_layers : 0;
-  if (layers > 1) {
-    ImGui::SetNextItemWidth(140);
-    if (ImGui::SliderInt("layer", &layer_, 0, int(layers) - 1)) {
-      const int current = stage_layer(stage_);
-      if (current >= 0) {
-        const size_t dot = stage_.find('.', 7);
-        const std::string renamed = "layers." + std::to_string(layer_) + stage_.substr(dot);
-        if (find_stage(renamed)) stage_ = renamed;
-      }
-    }
-  }
-  layer_ = std::clamp(layer_, 0, std::max(0, int(layers) - 1));
+  int layer = layer_;
+  index_slider("layer", layer, r->num_layers, false);
+  set_layer(layer);
   ImGui::BeginChild("stages", ImVec2(0, 0), false);
   const auto& stages = r->trace.stages();
   for (size_t i = 0; i < stages.size() && i < stage_labels_.size(); ++i) {
-    const int layer = stage_layer(stages[i].name);
-    if (layer >= 0 && layer != layer_) continue;
+    const int l = stage_layer(stages[i].name);
+    if (l >= 0 && l != layer_) continue;
     if (ImGui::Selectable(stage_labels_[i].c_str(), stages[i].name == stage_)) stage_ = stages[i].name;
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", stage_formula(stages[i].name).c_str());
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", stage_formula(stages[i].name));
   }
   ImGui::EndChild();
 }
+
+// --- the Stage view ---
 
 void App::draw_stage_view(float width, float height) {
   const Computed* r = playground_.result();
@@ -288,30 +445,15 @@ void App::draw_stage_view(float width, float height) {
   if (!r || !stage) return;
   const Tensor& t = stage->value;
   const auto& shape = t.shape();
-  ImGui::Text("%s   %s", stage->name.c_str(), shape_text(t).c_str());
-  ImGui::TextColored(dim_color, "%s", stage_formula(stage->name).c_str());
-  std::vector<size_t> index;
-  if (shape.size() >= 3) {
-    if (shape[0] > 1) {
-      ImGui::SetNextItemWidth(160);
-      ImGui::SliderInt("batch item", &batch_, 0, int(shape[0]) - 1);
-      ImGui::SameLine();
-    }
-    batch_ = std::clamp(batch_, 0, int(shape[0]) - 1);
-    index.push_back(size_t(batch_));
-    if (shape.size() == 4) {
-      ImGui::SetNextItemWidth(160);
-      ImGui::SliderInt("head", &head_, 0, int(shape[1]) - 1);
-      head_ = std::clamp(head_, 0, int(shape[1]) - 1);
-      index.push_back(size_t(head_));
-    }
-    ImGui::NewLine();
-  }
-  char key[256];
-  std::snprintf(key, sizeof key, "%s|%llu|%d|%d", stage->name.c_str(),
-                static_cast<unsigned long long>(playground_.result_generation()), batch_, head_);
-  const bool sequential = uses_sequential_map(stage->name);
-  refresh(main_, key, t, index, sequential ? ColorMap::sequential : ColorMap::diverging);
+  const size_t index = size_t(stage - r->trace.stages().data());
+  if (index < stage_labels_.size()) ImGui::TextUnformatted(stage_labels_[index].c_str());
+  ImGui::TextColored(dim_color, "%s", stage_formula(stage->name));
+  if (shape.size() >= 3) index_slider("batch item", batch_, shape[0], false);
+  if (shape.size() == 4) index_slider("head", head_, shape[1], shape[0] > 1);
+  const ViewKey key{playground_.result_generation(), &t, shape.size() >= 3 ? size_t(batch_) : 0,
+                    shape.size() == 4 ? size_t(head_) : 0};
+  refresh(main_, key, t, uses_sequential_map(stage->name) ? ColorMap::sequential : ColorMap::diverging,
+          stage->name == "mask");
   // Labels: tokens of the chosen sentence on sequence axes.
   const size_t b = std::min(size_t(batch_), r->tokens.size() - 1);
   const std::vector<std::string>* rows = nullptr;
@@ -323,7 +465,7 @@ void App::draw_stage_view(float width, float height) {
   const float y0 = ImGui::GetCursorPosY();
   const bool small = main_.slice.rows * main_.slice.cols <= 400 && main_.slice.cols <= 24;
   draw_heatmap(main_, rows, cols, width, small ? height * 0.55f : height - 90.0f, "main");
-  export_buttons(main_, stage);
+  export_buttons(main_, stage->name.c_str(), t, stage->dtype);
   if (small) {
     ImGui::BeginChild("numbers", ImVec2(0, std::max(60.0f, height - (ImGui::GetCursorPosY() - y0) - 10)), false,
                       ImGuiWindowFlags_HorizontalScrollbar);
@@ -332,102 +474,125 @@ void App::draw_stage_view(float width, float height) {
   }
 }
 
+// --- the Masks view ---
+
+void App::update_mask_cache(const Computed& r) {
+  const uint64_t generation = playground_.result_generation();
+  if (unmasked_generation_ == generation && unmasked_layer_ == layer_) return;
+  unmasked_generation_ = generation;
+  unmasked_layer_ = layer_;
+  ++unmasked_version_;
+  masked_stage_ = find_stage(weights_stage_name(r, size_t(layer_)));
+  // Engine work, but only when the result or the layer changes (an idle frame reuses it).
+  try {
+    unmasked_cache_ = masked_stage_ ? unmasked_weights(r, size_t(layer_)) : Tensor();
+  } catch (const std::exception& e) {  // e.g. out of memory: a message, not a crash inside the frame
+    masked_stage_ = nullptr;
+    status_ = std::string("cannot compute the unmasked weights: ") + e.what();
+  }
+}
+
 void App::draw_masks_view(float width, float height) {
   const Computed* r = playground_.result();
-  const bool transformer = playground_.config().model == ModelKind::transformer;
-  const Stage* weights = find_stage(transformer ? "layers.0.self_attn.attention_weights" : "attention_weights");
-  if (!r || !weights || r->unmasked_weights.size() == 0) {
+  if (!r || r->tokens.empty()) return;
+  index_slider("batch item", batch_, r->tokens.size(), false);
+  int layer = layer_;
+  index_slider("layer", layer, r->num_layers, r->tokens.size() > 1);
+  set_layer(layer);
+  update_mask_cache(*r);
+  if (!masked_stage_) {
     ImGui::TextUnformatted("No attention layer in this configuration.");
     return;
   }
-  const size_t B = r->tokens.size();
-  if (B > 1) {
-    ImGui::SetNextItemWidth(160);
-    ImGui::SliderInt("batch item", &batch_, 0, int(B) - 1);
-  }
-  batch_ = std::clamp(batch_, 0, int(B) - 1);
-  std::vector<size_t> index{size_t(batch_)};
-  if (transformer) {
-    ImGui::SameLine();
-    ImGui::SetNextItemWidth(160);
-    ImGui::SliderInt("head (layer 0)", &head_, 0, int(weights->value.shape()[1]) - 1);
-    head_ = std::clamp(head_, 0, int(weights->value.shape()[1]) - 1);
-    index.push_back(size_t(head_));
-  }
+  const auto& shape = masked_stage_->value.shape();
+  if (shape.size() == 4) index_slider("head", head_, shape[1], r->tokens.size() > 1 || r->num_layers > 1);
+  const size_t head = shape.size() == 4 ? size_t(head_) : 0;
   ImGui::TextWrapped("Mask: %s (1 = may attend). Rows are queries, columns are keys.",
-                     mask_kind_name(playground_.config().mask).c_str());
-  char key[128];
-  std::snprintf(key, sizeof key, "%llu|%d|%d", static_cast<unsigned long long>(playground_.result_generation()), batch_,
-                head_);
-  refresh(mask_, std::string("mask|") + key, r->mask, index, ColorMap::sequential);
-  refresh(unmasked_, std::string("unmasked|") + key, r->unmasked_weights, index, ColorMap::sequential);
-  refresh(masked_, std::string("masked|") + key, weights->value, index, ColorMap::sequential);
+                     mask_names[int(playground_.config().mask)]);
+  const uint64_t generation = playground_.result_generation();
+  refresh(mask_, {generation, &r->mask, size_t(batch_), 0}, r->mask, ColorMap::sequential, true);
+  bool changed = refresh(unmasked_, {unmasked_version_, &unmasked_cache_, size_t(batch_), head}, unmasked_cache_,
+                         ColorMap::sequential);
+  changed |= refresh(masked_, {generation, &masked_stage_->value, size_t(batch_), head}, masked_stage_->value,
+                     ColorMap::sequential);
+  if (changed) sum_pad_attention();
   const auto& tokens = r->tokens[size_t(batch_)];
   const float w = (width - 20) / 3.0f, h = std::min(height * 0.55f, w);
-  ImGui::BeginGroup();
-  ImGui::TextUnformatted("mask");
-  draw_heatmap(mask_, &tokens, &tokens, w, h, "mask");
-  ImGui::EndGroup();
-  ImGui::SameLine();
-  ImGui::BeginGroup();
-  ImGui::TextUnformatted("weights without mask");
-  draw_heatmap(unmasked_, &tokens, &tokens, w, h, "unmasked");
-  ImGui::EndGroup();
-  ImGui::SameLine();
-  ImGui::BeginGroup();
-  ImGui::TextUnformatted("weights with mask");
-  draw_heatmap(masked_, &tokens, &tokens, w, h, "masked");
-  ImGui::EndGroup();
-  // Attention paid to [PAD] keys by each query, with and without the mask.
-  const size_t S = tokens.size();
-  bool any_pad = false;
-  for (const auto& tok : tokens) any_pad = any_pad || tok == pad_token;
-  if (!any_pad) {
+  const std::pair<Heatmap*, const char*> maps[] = {
+      {&mask_, "mask"}, {&unmasked_, "weights without mask"}, {&masked_, "weights with mask"}};
+  for (const auto& [map, title] : maps) {
+    if (map != &mask_) ImGui::SameLine();
+    ImGui::BeginGroup();
+    ImGui::TextUnformatted(title);
+    draw_heatmap(*map, &tokens, &tokens, w, h, title);
+    ImGui::EndGroup();
+  }
+  draw_pad_table();
+}
+
+// Attention paid to [PAD] keys by each query, with and without the mask: summed when the slices change.
+void App::sum_pad_attention() {
+  const auto& tokens = playground_.result()->tokens[size_t(batch_)];
+  const size_t S = std::min(tokens.size(), std::min(unmasked_.slice.rows, masked_.slice.rows));
+  pad_without_.assign(S, 0.0f);
+  pad_with_.assign(S, 0.0f);
+  any_pad_ = false;
+  for (size_t k = 0; k < S; ++k) {
+    if (tokens[k] != pad_token) continue;
+    any_pad_ = true;
+    for (size_t q = 0; q < S; ++q) {
+      pad_without_[q] += unmasked_.slice.values[q * unmasked_.slice.cols + k];
+      pad_with_[q] += masked_.slice.values[q * masked_.slice.cols + k];
+    }
+  }
+}
+
+void App::draw_pad_table() {
+  const auto& tokens = playground_.result()->tokens[size_t(batch_)];
+  if (!any_pad_) {
     ImGui::TextColored(dim_color, "This sentence has no [PAD]: pick a shorter one to see attention to padding.");
     return;
   }
   ImGui::TextUnformatted("Attention to [PAD] (sum of the weights on [PAD] keys)");
-  if (ImGui::BeginTable("pad", 3, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
-    ImGui::TableSetupColumn("query");
-    ImGui::TableSetupColumn("without mask");
-    ImGui::TableSetupColumn("with mask");
-    ImGui::TableHeadersRow();
-    for (size_t q = 0; q < S && q < unmasked_.slice.rows; ++q) {
-      float without = 0, with = 0;
-      for (size_t k = 0; k < S; ++k)
-        if (tokens[k] == pad_token) {
-          without += unmasked_.slice.values[q * S + k];
-          with += masked_.slice.values[q * S + k];
-        }
+  const float height = std::max(ImGui::GetContentRegionAvail().y, 80.0f);
+  const ImGuiTableFlags flags = ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollY;
+  if (!ImGui::BeginTable("pad", 3, flags, ImVec2(0, height))) return;
+  ImGui::TableSetupScrollFreeze(0, 1);
+  ImGui::TableSetupColumn("query");
+  ImGui::TableSetupColumn("without mask");
+  ImGui::TableSetupColumn("with mask");
+  ImGui::TableHeadersRow();
+  ImGuiListClipper clipper;  // only the visible rows are formatted (S may be in the hundreds)
+  clipper.Begin(int(pad_with_.size()));
+  while (clipper.Step())
+    for (int q = clipper.DisplayStart; q < clipper.DisplayEnd; ++q) {
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
-      ImGui::TextUnformatted(tokens[q].c_str());
+      ImGui::TextUnformatted(tokens[size_t(q)].c_str());
       ImGui::TableNextColumn();
-      ImGui::Text("%.4f", double(without));
+      ImGui::Text("%.4f", double(pad_without_[size_t(q)]));
       ImGui::TableNextColumn();
-      ImGui::Text("%.4f", double(with));
+      ImGui::Text("%.4f", double(pad_with_[size_t(q)]));
     }
-    ImGui::EndTable();
-  }
+  ImGui::EndTable();
 }
+
+// --- the positional-encoding view ---
 
 void App::draw_pe_view(float width, float height) {
   const Computed* r = playground_.result();
   if (!r) return;
-  ImGui::TextWrapped("Sinusoidal positional encoding: %s (positions x dimensions); the first %zu rows are used.",
-                     shape_text(r->pe_table).c_str(), r->tokens.empty() ? size_t(0) : r->tokens[0].size());
-  char key[64];
-  std::snprintf(key, sizeof key, "pe|%llu", static_cast<unsigned long long>(playground_.result_generation()));
-  refresh(pe_, key, r->pe_table, {}, ColorMap::diverging);
+  ImGui::TextWrapped("%s", pe_label_.c_str());
+  refresh(pe_, {playground_.result_generation(), &r->pe_table, 0, 0}, r->pe_table, ColorMap::diverging);
   draw_heatmap(pe_, &batch_labels_, &dim_labels_, width, height - 60, "pe");
-  Stage pe{"positional_encoding_table", r->pe_table, PrintDtype::float32};
-  export_buttons(pe_, &pe);
+  export_buttons(pe_, "positional_encoding_table", r->pe_table, PrintDtype::float32);
 }
+
+// --- heatmaps ---
 
 void App::draw_heatmap(Heatmap& h, const std::vector<std::string>* row_labels,
                        const std::vector<std::string>* col_labels, float max_w, float max_h, const char* id) {
   if (!h.texture || h.slice.rows == 0 || h.slice.cols == 0) return;
-  ImDrawList* dl = ImGui::GetWindowDrawList();
   const float line = ImGui::GetTextLineHeight();
   const float rows = float(h.slice.rows), cols = float(h.slice.cols);
   float label_w = 0;
@@ -441,8 +606,30 @@ void App::draw_heatmap(Heatmap& h, const std::vector<std::string>* row_labels,
   const bool show_rows = row_labels && cell >= line * 0.9f, show_cols = col_labels && cell >= line * 0.9f;
   const ImVec2 top = ImGui::GetCursorScreenPos();
   const ImVec2 origin(top.x + (show_rows ? label_w : 0), top.y + (show_cols ? label_h : 0));
+  draw_axis_labels(h, show_rows ? row_labels : nullptr, show_cols ? col_labels : nullptr, top, origin, cell);
+  ImGui::SetCursorScreenPos(origin);
+  ImGui::PushID(id);
+  ImGui::Image(h.texture, ImVec2(cell * cols, cell * rows));
+  h.x = origin.x;
+  h.y = origin.y;
+  h.cell_w = h.cell_h = cell;
+  if (ImGui::IsItemHovered()) cell_tooltip(h, row_labels, col_labels, origin, cell);
+  draw_cell_values(h, origin, cell);
+  draw_legend(h, origin, cell);
+  const float legend_h = std::max(60.0f, std::min(cell * rows, 240.0f));
+  ImGui::SetCursorScreenPos(top);
+  ImGui::Dummy(ImVec2((show_rows ? label_w : 0) + cell * cols + legend_w,
+                      (show_cols ? label_h : 0) + std::max(cell * rows, legend_h) + 4));
+  ImGui::PopID();
+}
+
+// Token (or index) labels left of the rows and above the columns, clipped to their cell.
+void App::draw_axis_labels(const Heatmap& h, const std::vector<std::string>* row_labels,
+                           const std::vector<std::string>* col_labels, ImVec2 top, ImVec2 origin, float cell) {
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const float line = ImGui::GetTextLineHeight();
   const ImU32 text_col = ImGui::GetColorU32(ImGuiCol_Text);
-  if (show_cols)
+  if (col_labels)
     for (size_t j = 0; j < h.slice.cols && j < col_labels->size(); ++j) {
       const ImVec2 a(origin.x + float(j) * cell, top.y), b(a.x + cell, origin.y);
       dl->PushClipRect(a, b, true);
@@ -450,56 +637,41 @@ void App::draw_heatmap(Heatmap& h, const std::vector<std::string>* row_labels,
       dl->AddText(ImVec2(a.x + std::max(1.0f, (cell - tw) * 0.5f), a.y), text_col, (*col_labels)[j].c_str());
       dl->PopClipRect();
     }
-  if (show_rows)
+  if (row_labels)
     for (size_t i = 0; i < h.slice.rows && i < row_labels->size(); ++i) {
       const ImVec2 a(top.x, origin.y + float(i) * cell), b(origin.x - 4, a.y + cell);
       dl->PushClipRect(a, b, true);
       dl->AddText(ImVec2(a.x, a.y + (cell - line) * 0.5f), text_col, (*row_labels)[i].c_str());
       dl->PopClipRect();
     }
-  ImGui::SetCursorScreenPos(origin);
-  ImGui::PushID(id);
-  ImGui::Image(h.texture, ImVec2(cell * cols, cell * rows));
-  h.x = origin.x;
-  h.y = origin.y;
-  h.cell_w = h.cell_h = cell;
-  if (ImGui::IsItemHovered()) {
-    const ImVec2 m = ImGui::GetMousePos();
-    const size_t i = std::min(size_t(std::max(0.0f, (m.y - origin.y) / cell)), h.slice.rows - 1);
-    const size_t j = std::min(size_t(std::max(0.0f, (m.x - origin.x) / cell)), h.slice.cols - 1);
-    const float v = h.slice.values[i * h.slice.cols + j];
-    ImGui::BeginTooltip();
-    char where[96] = "";
-    for (size_t k = 0; k < h.slice.leading.size(); ++k) {
-      const size_t used = std::strlen(where);
-      std::snprintf(where + used, sizeof where - used, "%zu, ", h.slice.leading[k]);
+}
+
+// Values printed on the cells when they fit (at most ~1,000 short numbers, only on big cells).
+void App::draw_cell_values(const Heatmap& h, ImVec2 origin, float cell) {
+  if (cell < 46 || h.slice.rows * h.slice.cols > 1024) return;
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  for (size_t i = 0; i < h.slice.rows; ++i)
+    for (size_t j = 0; j < h.slice.cols; ++j) {
+      const float v = h.slice.values[i * h.slice.cols + j];
+      char text[24];
+      if (v <= masked_threshold)
+        std::snprintf(text, sizeof text, "-1e9");
+      else
+        std::snprintf(text, sizeof text, "%.3f", double(v));
+      const Rgba c = value_color(h.map, h.range, v);
+      const ImVec2 size = ImGui::CalcTextSize(text);
+      dl->AddText(ImVec2(origin.x + float(j) * cell + (cell - size.x) * 0.5f, origin.y + float(i) * cell + (cell - size.y) * 0.5f),
+                  luminance(c) > 0.5f ? IM_COL32(0, 0, 0, 255) : IM_COL32(255, 255, 255, 255), text);
     }
-    ImGui::Text("[%s%zu, %zu]", where, i, j);
-    if (row_labels && i < row_labels->size()) ImGui::Text("row: %s", (*row_labels)[i].c_str());
-    if (col_labels && j < col_labels->size()) ImGui::Text("column: %s", (*col_labels)[j].c_str());
-    if (v <= masked_threshold)
-      ImGui::Text("%.9g (masked)", double(v));
-    else
-      ImGui::Text("%.9g", double(v));
-    ImGui::EndTooltip();
-  }
-  // Values on the cells when they fit.
-  if (cell >= 46 && h.slice.rows * h.slice.cols <= 1024)
-    for (size_t i = 0; i < h.slice.rows; ++i)
-      for (size_t j = 0; j < h.slice.cols; ++j) {
-        const float v = h.slice.values[i * h.slice.cols + j];
-        char text[24];
-        if (v <= masked_threshold)
-          std::snprintf(text, sizeof text, "-1e9");
-        else
-          std::snprintf(text, sizeof text, "%.3f", double(v));
-        const Rgba c = value_color(h.map, h.range, v);
-        const ImVec2 size = ImGui::CalcTextSize(text);
-        dl->AddText(ImVec2(origin.x + float(j) * cell + (cell - size.x) * 0.5f, origin.y + float(i) * cell + (cell - size.y) * 0.5f),
-                    luminance(c) > 0.5f ? IM_COL32(0, 0, 0, 255) : IM_COL32(255, 255, 255, 255), text);
-      }
-  // Legend: the colour scale with its range.
-  const float lx = origin.x + cell * cols + 14, lh = std::max(60.0f, std::min(cell * rows, 240.0f));
+}
+
+// The colour scale beside the heatmap, with its range.
+void App::draw_legend(const Heatmap& h, ImVec2 origin, float cell) {
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const float line = ImGui::GetTextLineHeight();
+  const ImU32 text_col = ImGui::GetColorU32(ImGuiCol_Text);
+  const float lx = origin.x + cell * float(h.slice.cols) + 14;
+  const float lh = std::max(60.0f, std::min(cell * float(h.slice.rows), 240.0f));
   constexpr int steps = 24;
   for (int s = 0; s < steps; ++s) {
     const double t0 = 1.0 - double(s) / steps, t1 = 1.0 - double(s + 1) / steps;
@@ -515,10 +687,6 @@ void App::draw_heatmap(Heatmap& h, const std::vector<std::string>* row_labels,
   dl->AddText(ImVec2(lx + 18, origin.y + lh / 2 - line / 2), text_col, num);
   std::snprintf(num, sizeof num, "%.4g", double(h.range.lo));
   dl->AddText(ImVec2(lx + 18, origin.y + lh - line), text_col, num);
-  ImGui::SetCursorScreenPos(top);
-  ImGui::Dummy(ImVec2((show_rows ? label_w : 0) + cell * cols + legend_w,
-                      (show_cols ? label_h : 0) + std::max(cell * rows, lh) + 4));
-  ImGui::PopID();
 }
 
 void App::draw_number_table(const Heatmap& h, const std::vector<std::string>* row_labels,
@@ -550,24 +718,23 @@ void App::draw_number_table(const Heatmap& h, const std::vector<std::string>* ro
   ImGui::EndTable();
 }
 
-void App::export_buttons(const Heatmap& h, const Stage* stage) {
-  if (!stage) return;
-  std::string base = stage->name;
-  for (size_t k : h.slice.leading) base += "_" + std::to_string(k);
+// The file names and bytes are built only when a button is pressed.
+void App::export_buttons(const Heatmap& h, const char* name, const Tensor& value, PrintDtype dtype) {
   try {
     if (ImGui::Button("Export PNG")) {
+      std::string base = name;
+      for (size_t k : h.slice.leading) base += "_" + std::to_string(k);
       const size_t cell = std::max<size_t>(1, std::min<size_t>(32, 512 / std::max(h.slice.rows, h.slice.cols)));
       status_ = platform_.save_file(base + ".png", png_bytes(h.pixels, h.slice.cols, h.slice.rows, cell), "image/png");
     }
     ImGui::SameLine();
     if (ImGui::Button("Export JSON")) {
-      const std::string text = stage_json_text(*stage);
-      status_ = platform_.save_file(stage->name + ".json", std::vector<uint8_t>(text.begin(), text.end()),
-                                    "application/json");
+      const std::string text = stage_json_text(Stage{name, value, dtype});
+      status_ = platform_.save_file(std::string(name) + ".json", std::vector<uint8_t>(text.begin(), text.end()), "application/json");
     }
     ImGui::SameLine();
     if (ImGui::Button("Export .npy"))
-      status_ = platform_.save_file(stage->name + ".npy", stage_npy_bytes(stage->value), "application/octet-stream");
+      status_ = platform_.save_file(std::string(name) + ".npy", stage_npy_bytes(value), "application/octet-stream");
   } catch (const std::exception& e) {
     status_ = std::string("export failed: ") + e.what();
   }
@@ -580,12 +747,19 @@ Json App::view_json() const {
     colors.push_back({c[0], c[1], c[2]});
     values.push_back(main_.slice.values[i]);
   }
-  return {{"stage", stage_},
+  return {{"tab", tab_name(tab_)},
+          {"stage", stage_},
           {"batch", batch_},
           {"head", head_},
+          {"layer", layer_},
+          {"missing_glyphs", missing_glyphs_},
           {"heatmap",
            {{"x", main_.x}, {"y", main_.y}, {"cell_w", main_.cell_w}, {"cell_h", main_.cell_h},
-            {"rows", main_.slice.rows}, {"cols", main_.slice.cols}, {"colors", colors}, {"values", values}}}};
+            {"rows", main_.slice.rows}, {"cols", main_.slice.cols}, {"colors", colors}, {"values", values}}},
+          {"masks",
+           {{"layer", unmasked_layer_}, {"leading", masked_.slice.leading}, {"rows", masked_.slice.rows},
+            {"unmasked", unmasked_.slice.values}, {"masked", masked_.slice.values},
+            {"pad_without", pad_without_}, {"pad_with", pad_with_}}}};
 }
 
 }  // namespace attn::ui

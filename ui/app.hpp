@@ -1,5 +1,8 @@
 // The playground's Dear ImGui UI, shared by the web shell (web/) and attn-gui (native/gui/). Only ImGui
 // calls here: the shells own the window, the GL context and the backends, and provide Platform.
+// An idle frame (nothing changed) allocates nothing and runs no engine code: every string, slice,
+// texture and cached number below is rebuilt only when its key (configuration/result generation,
+// selected stage, indices) changes.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -9,6 +12,7 @@
 
 #include <imgui.h>
 
+#include "ui/model_files.hpp"
 #include "ui/playground.hpp"
 
 namespace attn::ui {
@@ -25,14 +29,26 @@ class Platform {
                                 const std::string& mime) = 0;
   // True where the sentences are edited outside ImGui (the web page's text field: IME input).
   virtual bool external_sentence_field() const = 0;
+  // True where model files are chosen outside ImGui (the web page's file input); else path fields.
+  virtual bool external_model_picker() const = 0;
   // A TrueType font with Hangul (NanumGothic, subset in the web build).
   virtual std::string font_path() const = 0;
 };
 
-// One heatmap on screen: a cached texture of a 2-D slice, rebuilt only when its key changes.
+// What a heatmap's texture shows: rebuilt only when this changes.
+struct ViewKey {
+  uint64_t generation = 0;       // the result (or cache) it was built from
+  const void* source = nullptr;  // the tensor
+  size_t i0 = 0, i1 = 0;         // the fixed leading indices (batch, head)
+  bool operator==(const ViewKey& o) const {
+    return generation == o.generation && source == o.source && i0 == o.i0 && i1 == o.i1;
+  }
+};
+
+// One heatmap on screen: a cached texture of a 2-D slice.
 struct Heatmap {
   ImTextureID texture = ImTextureID();
-  std::string key;  // what the texture shows (stage, indices, result generation)
+  ViewKey key;
   Slice slice;
   ColorMap map = ColorMap::sequential;
   ValueRange range;
@@ -40,6 +56,11 @@ struct Heatmap {
   // Where it was last drawn (screen pixels) — for tests and for picking.
   float x = 0, y = 0, cell_w = 0, cell_h = 0;
 };
+
+enum class Tab { stage, masks, positional_encoding };
+// "stage" | "masks" | "positional_encoding"; parse throws InputError for another name.
+const char* tab_name(Tab tab);
+Tab parse_tab(const std::string& name);
 
 class App {
  public:
@@ -54,42 +75,86 @@ class App {
   // Between NewFrame and Render: the whole UI (recomputes first if the configuration changed).
   void draw();
 
+  // Loads a model from files and switches to it; returns "" or the problem (also on the status line).
+  std::string load_model_files(const ModelFiles& files);
+
   // For tests and the JS API: the main heatmap as last drawn, and the selected stage.
   const Heatmap& main_heatmap() const { return main_; }
   const std::string& selected_stage() const { return stage_; }
   void select_stage(const std::string& name) { stage_ = name; }
+  // Shows a tab from the next frame on.
+  void select_tab(Tab tab) { pending_tab_ = int(tab); }
+  // For automation: any of {"tab", "stage", "batch", "layer", "head"} (indices clamped when drawn);
+  // unknown keys and wrong types throw InputError.
+  void select_view(const Json& view);
   const std::string& status() const { return status_; }
-  Json view_json() const;  // {"stage", "batch", "head", "heatmap": {x, y, cell_w, cell_h, rows, cols, colors}}
+  // {"tab", "stage", "batch", "head", "layer", "missing_glyphs", "heatmap": {x, y, cell_w, cell_h, rows, cols,
+  //  colors, values}, "masks": {"layer", "head", "unmasked", "masked", "pad_without", "pad_with"}}
+  Json view_json() const;
 
  private:
+  void build_font_atlas();
+  void sync_draft();
   void draw_controls();
+  void draw_model_choice();
+  void draw_sizes();
+  void draw_loaded_model();
+  void draw_model_files();
   void draw_pipeline();
+  void set_layer(int layer);
   void draw_stage_view(float width, float height);
   void draw_masks_view(float width, float height);
+  void update_mask_cache(const Computed& r);
+  void sum_pad_attention();
+  void draw_pad_table();
   void draw_pe_view(float width, float height);
-  void refresh(Heatmap& h, const std::string& key, const Tensor& t, const std::vector<size_t>& index, ColorMap map);
+  // Rebuilds h when key changed (true); a mask (0/1) uses the fixed range [0, 1].
+  bool refresh(Heatmap& h, const ViewKey& key, const Tensor& t, ColorMap map, bool is_mask = false);
   void draw_heatmap(Heatmap& h, const std::vector<std::string>* row_labels,
                     const std::vector<std::string>* col_labels, float max_w, float max_h, const char* id);
+  void draw_axis_labels(const Heatmap& h, const std::vector<std::string>* row_labels,
+                        const std::vector<std::string>* col_labels, ImVec2 top, ImVec2 origin, float cell);
+  void draw_cell_values(const Heatmap& h, ImVec2 origin, float cell);
+  void draw_legend(const Heatmap& h, ImVec2 origin, float cell);
   void draw_number_table(const Heatmap& h, const std::vector<std::string>* row_labels,
                          const std::vector<std::string>* col_labels);
-  void export_buttons(const Heatmap& h, const Stage* stage);
+  void export_buttons(const Heatmap& h, const char* name, const Tensor& value, PrintDtype dtype);
   const Stage* find_stage(const std::string& name) const;
   void apply(const PlaygroundConfig& config) { playground_.set_config(config); }
+  void refresh_labels();
 
   Playground& playground_;
   Platform& platform_;
+  // A copy of the configuration for the controls to edit, refreshed only when it changes (copying it
+  // every frame would allocate its sentences).
+  PlaygroundConfig draft_;
+  uint64_t draft_generation_ = 0;
   std::string stage_ = "attention_weights";
   int batch_ = 0, head_ = 0, layer_ = 0;
+  Tab tab_ = Tab::stage;
+  int pending_tab_ = -1;  // a tab to select (ImGui selects tabs when they are drawn)
   Heatmap main_, mask_, unmasked_, masked_, pe_;
   std::string status_;
   std::vector<char> sentence_buffer_;
   uint64_t sentence_generation_ = 0;
-  std::set<uint32_t> glyphs_;  // code points in the font atlas
+  char model_paths_[3][1024] = {};  // native: weights, config, vocabulary paths
+  // The Masks view: the unmasked weights of layer_ (computed when the layer or the result changes),
+  // the stage it is compared with, and the attention each query pays to [PAD] without / with mask.
+  Tensor unmasked_cache_;
+  uint64_t unmasked_generation_ = 0, unmasked_version_ = 0;  // result it was built for; +1 per rebuild
+  int unmasked_layer_ = -1;
+  const Stage* masked_stage_ = nullptr;
+  bool any_pad_ = false;
+  std::vector<float> pad_without_, pad_with_;
+  // Fonts: the code points in the atlas and how many of the sentences' the font lacks.
+  std::set<uint32_t> glyphs_;
   ImVector<ImWchar> glyph_ranges_;
   uint64_t font_generation_ = 0;
+  size_t missing_glyphs_ = 0;
+  // Labels built once per result.
   std::vector<std::string> dim_labels_, batch_labels_, stage_labels_;
+  std::string pe_label_;
   uint64_t labels_generation_ = 0;
-  void refresh_labels();
 };
 
 }  // namespace attn::ui

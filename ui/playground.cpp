@@ -7,11 +7,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <string_view>
 
 #include "core/attention.hpp"
 #include "core/error.hpp"
 #include "core/npy.hpp"
 #include "core/rng.hpp"
+#include "ui/model_files.hpp"
 
 #ifdef ATTN_HAVE_STB
 #define STB_IMAGE_WRITE_IMPLEMENTATION
@@ -35,7 +37,7 @@ bool PlaygroundConfig::operator==(const PlaygroundConfig& o) const {
   return model == o.model && sentences == o.sentences && seed == o.seed && d_model == o.d_model &&
          max_len == o.max_len && mask == o.mask && num_heads == o.num_heads && num_layers == o.num_layers &&
          d_ff == o.d_ff && num_classes == o.num_classes && dropout == o.dropout && train == o.train &&
-         norm_first == o.norm_first;
+         norm_first == o.norm_first && loaded == o.loaded;
 }
 
 PlaygroundConfig defaults_for(ModelKind kind, const PlaygroundConfig& keep) {
@@ -44,7 +46,7 @@ PlaygroundConfig defaults_for(ModelKind kind, const PlaygroundConfig& keep) {
   c.sentences = keep.sentences;
   c.seed = keep.seed;
   c.mask = keep.mask;
-  if (kind == ModelKind::transformer) {
+  if (kind != ModelKind::tutorial) {
     const TransformerConfig t;
     c.d_model = t.d_model;
     c.max_len = t.max_len;
@@ -54,15 +56,33 @@ PlaygroundConfig defaults_for(ModelKind kind, const PlaygroundConfig& keep) {
     c.num_classes = t.num_classes;
     c.dropout = t.dropout;
   }
+  attach_model(c, keep.loaded);
   return c;
 }
 
-std::string model_kind_name(ModelKind kind) { return kind == ModelKind::tutorial ? "tutorial" : "transformer"; }
+void attach_model(PlaygroundConfig& c, std::shared_ptr<const LoadedModel> model) {
+  c.loaded = std::move(model);
+  if (c.model != ModelKind::loaded || !c.loaded) return;
+  const TransformerConfig& t = c.loaded->model.config;
+  c.d_model = t.d_model;
+  c.max_len = t.max_len;
+  c.num_heads = t.num_heads;
+  c.num_layers = t.num_layers;
+  c.d_ff = t.ff_width();
+  c.num_classes = t.num_classes;
+  c.dropout = t.dropout;
+  c.norm_first = t.norm_first;
+}
+
+std::string model_kind_name(ModelKind kind) {
+  return kind == ModelKind::tutorial ? "tutorial" : kind == ModelKind::transformer ? "transformer" : "loaded";
+}
 
 ModelKind parse_model_kind(const std::string& text) {
   if (text == "tutorial") return ModelKind::tutorial;
   if (text == "transformer") return ModelKind::transformer;
-  throw InputError("model must be 'tutorial' or 'transformer' (got '" + text + "')");
+  if (text == "loaded") return ModelKind::loaded;
+  throw InputError("model must be 'tutorial', 'transformer' or 'loaded' (got '" + text + "')");
 }
 
 // --- URL hash ---
@@ -149,8 +169,18 @@ bool parse_bool(const std::string& key, const std::string& value) {
   throw InputError(key + " must be 0 or 1 (got '" + value + "')");
 }
 
+// A loaded model's sizes come from its config file: setting them would describe another model.
+void check_not_fixed(const PlaygroundConfig& c, const std::string& key) {
+  static const char* const fixed[] = {"d_model", "max_len", "num_heads", "num_layers", "d_ff", "num_classes",
+                                      "dropout", "norm_first"};
+  if (c.model != ModelKind::loaded) return;
+  for (const char* k : fixed)
+    if (key == k) throw InputError("'" + key + "' is set by the loaded model's config");
+}
+
 // One setting by name, from its text form (the URL hash) — shared with apply_settings.
 void set_field(PlaygroundConfig& c, const std::string& key, const std::string& value) {
+  check_not_fixed(c, key);
   if (key == "seed") c.seed = parse_seed_text(value);
   else if (key == "d_model") c.d_model = parse_count(key, value, 1);
   else if (key == "max_len") c.max_len = parse_count(key, value, 1);
@@ -175,9 +205,10 @@ std::string to_hash(const PlaygroundConfig& c) {
   if (c.sentences != d.sentences)
     for (const auto& s : c.sentences) add("s", s);
   if (c.seed != d.seed) add("seed", std::to_string(c.seed));
-  if (c.d_model != d.d_model) add("d_model", std::to_string(c.d_model));
-  if (c.max_len != d.max_len) add("max_len", std::to_string(c.max_len));
+  if (c.d_model != d.d_model && c.model != ModelKind::loaded) add("d_model", std::to_string(c.d_model));
+  if (c.max_len != d.max_len && c.model != ModelKind::loaded) add("max_len", std::to_string(c.max_len));
   if (c.mask != d.mask) add("mask", mask_kind_name(c.mask));
+  if (c.model == ModelKind::loaded && c.train) add("train", "1");
   if (c.model == ModelKind::transformer) {
     if (c.num_heads != d.num_heads) add("num_heads", std::to_string(c.num_heads));
     if (c.num_layers != d.num_layers) add("num_layers", std::to_string(c.num_layers));
@@ -257,6 +288,9 @@ PlaygroundConfig apply_settings(const PlaygroundConfig& base, const Json& settin
 }
 
 Json settings_json(const PlaygroundConfig& c) {
+  if (c.model == ModelKind::loaded)  // its sizes are the file's, not settings (apply_settings refuses them)
+    return {{"model", model_kind_name(c.model)}, {"sentences", c.sentences}, {"seed", c.seed},
+            {"mask", mask_kind_name(c.mask)}, {"train", c.train}};
   return {{"model", model_kind_name(c.model)}, {"sentences", c.sentences}, {"seed", c.seed},
           {"d_model", c.d_model},  {"max_len", c.max_len},       {"mask", mask_kind_name(c.mask)},
           {"num_heads", c.num_heads}, {"num_layers", c.num_layers}, {"d_ff", c.d_ff},
@@ -288,11 +322,124 @@ std::vector<std::string> parse_sentences_text(const std::string& text) {
 
 namespace {
 
-Tensor unmasked_softmax(const Tensor& q, const Tensor& k, const Tensor& v) {
-  return scaled_dot_product_attention(q, k, v).attention_weights;
+[[noreturn]] void too_big(double floats) {
+  throw InputError("too big for the playground: the trace would hold " + std::to_string(size_t(floats)) +
+                   " numbers (at most " + std::to_string(size_t(max_trace_floats)) + ")");
 }
 
-// [B, H, S, d] → [B·H, S, d] (a copy with a new shape).
+TransformerConfig transformer_config(const PlaygroundConfig& c, size_t vocab_size) {
+  TransformerConfig t;
+  t.vocab_size = vocab_size;
+  t.d_model = c.d_model;
+  t.num_heads = c.num_heads;
+  t.num_layers = c.num_layers;
+  t.d_ff = c.d_ff;
+  t.max_len = c.max_len;
+  t.num_classes = c.num_classes;
+  t.dropout = c.dropout;
+  t.norm_first = c.norm_first;
+  return t;
+}
+
+// The playground draws every stage: refuse what would not be drawable before computing.
+void check_drawable(const TransformerConfig& t, const TokenBatch& batch) {
+  if (batch.seq > t.max_len)
+    throw InputError("a sentence has " + std::to_string(batch.seq) + " tokens, more than max_len " +
+                     std::to_string(t.max_len));
+  const double bs = double(batch.batch) * double(batch.seq);
+  const double per_layer = 12.0 * double(t.d_model) + 2.0 * double(t.num_heads) * double(batch.seq) + double(t.ff_width());
+  const double floats = 8.0 * bs * double(t.d_model) + double(t.num_layers) * bs * per_layer;
+  if (floats > max_trace_floats) too_big(floats);
+}
+
+// The whole sinusoidal table, or the previous result's when it has the same shape.
+Tensor pe_table(size_t max_len, size_t d_model, const Computed* previous) {
+  if (previous && previous->pe_table.shape() == std::vector<size_t>{max_len, d_model}) return previous->pe_table;
+  return positional_encoding_table(max_len, d_model);
+}
+
+bool reusable_model(const Computed* previous, const TransformerConfig& t, uint64_t seed) {
+  return previous && previous->seeded_model && previous->model && previous->after_init.initial_seed() == seed &&
+         config_to_json(previous->model->config) == config_to_json(t);
+}
+
+void compute_tutorial(const PlaygroundConfig& c, const Computed* previous, Computed& out) {
+  TutorialConfig t;
+  t.sentences = c.sentences;
+  t.seed = c.seed;
+  t.d_model = c.d_model;
+  t.max_len = c.max_len;
+  t.mask = c.mask;
+  {
+    Vocab v;
+    const TokenBatch b = tokenize_batch(c.sentences, v);
+    const double floats = double(b.batch) * double(b.seq) * (8.0 * double(c.d_model) + 6.0 * double(b.seq));
+    if (floats > max_trace_floats) too_big(floats);
+  }
+  TutorialRun run = run_tutorial(t);
+  out.vocab = run.vocab;
+  out.tokens = run.batch.tokens;
+  out.header = tutorial_json(TutorialRun{run.config, run.vocab, run.batch, TutorialParameters(), Trace()});
+  out.header.erase("stages");
+  out.pe_table = pe_table(c.max_len, c.d_model, previous);
+  out.parameter_count = run.vocab.size() * c.d_model + 3 * c.d_model * c.d_model;
+  out.mask = run.trace.at("mask");
+  out.trace = std::move(run.trace);
+}
+
+// The model initialised from the seed, or the previous result's when it was initialised from the same
+// seed and sizes; `gen` is left as initialisation leaves it.
+std::shared_ptr<const TransformerModel> seeded_model(const PlaygroundConfig& c, size_t vocab_size, const TokenBatch& batch,
+                                                     const Computed* previous, TorchGenerator& gen) {
+  const TransformerConfig t = transformer_config(c, vocab_size);
+  validate(t);
+  check_drawable(t, batch);
+  if (reusable_model(previous, t, c.seed)) {
+    gen = previous->after_init;
+    return previous->model;
+  }
+  return std::make_shared<const TransformerModel>(init_transformer(t, gen));
+}
+
+// The `attn encode --json` document without its stages.
+Json transformer_header(const Computed& out, const Vocab& vocab, const TokenBatch& batch, bool train) {
+  Json doc = {{"config", config_to_json(out.model->config)},
+              {"mode", train ? "train" : "eval"},
+              {"parameter_count", out.parameter_count}};
+  Json vj = Json::object();
+  for (size_t id = 0; id < vocab.size(); ++id) vj[vocab.tokens()[id]] = id;
+  doc["vocab"] = std::move(vj);
+  doc["tokens"] = batch.tokens;
+  return doc;
+}
+
+// The classifier on the sentences, with the loaded model or a seeded one.
+void compute_transformer(const PlaygroundConfig& c, const Computed* previous, Computed& out) {
+  const LoadedModel* loaded = c.model == ModelKind::loaded ? c.loaded.get() : nullptr;
+  Vocab vocab = loaded && loaded->vocab ? *loaded->vocab : Vocab();
+  TokenBatch batch = tokenize_batch(c.sentences, vocab, !(loaded && loaded->vocab));
+  TorchGenerator gen(c.seed);
+  if (loaded) {
+    check_drawable(loaded->model.config, batch);
+    out.model = std::shared_ptr<const TransformerModel>(c.loaded, &loaded->model);  // shares the LoadedModel
+  } else {
+    out.model = seeded_model(c, vocab.size(), batch, previous, gen);
+    out.seeded_model = true;
+    out.after_init = gen;
+  }
+  const TransformerConfig& t = out.model->config;
+  out.trace = classify(*out.model, batch.ids, batch.batch, batch.seq, c.mask, c.train ? &gen : nullptr);
+  out.parameter_count = parameter_count(*out.model);
+  out.header = transformer_header(out, vocab, batch, c.train);
+  out.pe_table = pe_table(t.max_len, t.d_model, previous);
+  out.num_layers = t.num_layers;
+  out.scale_query_first = t.layer_style == LayerStyle::torch;
+  out.mask = to_tensor(attention_mask(c.mask, batch.ids, batch.batch, batch.seq));
+  out.vocab = std::move(vocab);
+  out.tokens = std::move(batch.tokens);
+}
+
+// [B, H, S, d] → [B·H, S, d] (the same values, a new shape).
 Tensor fold_heads(const Tensor& t) {
   const auto& s = t.shape();
   Tensor out = Tensor::from_shape({s[0] * s[1], s[2], s[3]});
@@ -302,88 +449,40 @@ Tensor fold_heads(const Tensor& t) {
 
 }  // namespace
 
-std::unique_ptr<Computed> compute(const PlaygroundConfig& c) {
+std::unique_ptr<Computed> compute(const PlaygroundConfig& c, const Computed* previous) {
   const auto start = std::chrono::steady_clock::now();
   auto out = std::make_unique<Computed>();
   if (c.sentences.empty()) throw InputError("enter at least one sentence");
-  if (c.model == ModelKind::tutorial) {
-    TutorialConfig t;
-    t.sentences = c.sentences;
-    t.seed = c.seed;
-    t.d_model = c.d_model;
-    t.max_len = c.max_len;
-    t.mask = c.mask;
-    // The playground draws every stage: refuse what would not be drawable before computing.
-    {
-      Vocab v;
-      const TokenBatch b = tokenize_batch(c.sentences, v);
-      const double floats = double(b.batch) * double(b.seq) * (8.0 * double(c.d_model) + 6.0 * double(b.seq));
-      if (floats > max_trace_floats)
-        throw InputError("too big for the playground: the trace would hold " + std::to_string(size_t(floats)) +
-                         " numbers (at most " + std::to_string(size_t(max_trace_floats)) + ")");
-    }
-    TutorialRun run = run_tutorial(t);
-    out->vocab = run.vocab;
-    out->tokens = run.batch.tokens;
-    out->header = tutorial_json(TutorialRun{run.config, run.vocab, run.batch, TutorialParameters(), Trace()});
-    out->header.erase("stages");
-    out->pe_table = positional_encoding_table(c.max_len, c.d_model);
-    out->unmasked_weights = unmasked_softmax(run.trace.at("query"), run.trace.at("key"), run.trace.at("value"));
-    out->parameter_count = run.vocab.size() * c.d_model + 3 * c.d_model * c.d_model;
-    out->mask = run.trace.at("mask");
-    out->trace = std::move(run.trace);
-  } else {
-    Vocab vocab;
-    TokenBatch batch = tokenize_batch(c.sentences, vocab);
-    TransformerConfig t;
-    t.vocab_size = vocab.size();
-    t.d_model = c.d_model;
-    t.num_heads = c.num_heads;
-    t.num_layers = c.num_layers;
-    t.d_ff = c.d_ff;
-    t.max_len = c.max_len;
-    t.num_classes = c.num_classes;
-    t.dropout = c.dropout;
-    t.norm_first = c.norm_first;
-    validate(t);
-    if (batch.seq > t.max_len)
-      throw InputError("a sentence has " + std::to_string(batch.seq) + " tokens, more than max_len " +
-                       std::to_string(t.max_len));
-    const double bs = double(batch.batch) * double(batch.seq);
-    const double floats = 8.0 * bs * double(t.d_model) +
-                          double(t.num_layers) * bs * (12.0 * double(t.d_model) + 2.0 * double(t.num_heads) * double(batch.seq) + double(t.ff_width()));
-    if (floats > max_trace_floats)
-      throw InputError("too big for the playground: the trace would hold " + std::to_string(size_t(floats)) +
-                       " numbers (at most " + std::to_string(size_t(max_trace_floats)) + ")");
-    TorchGenerator gen(c.seed);
-    const TransformerModel model = init_transformer(t, gen);
-    Trace trace = classify(model, batch.ids, batch.batch, batch.seq, c.mask, c.train ? &gen : nullptr);
-    out->parameter_count = parameter_count(model);
-    Json doc = {{"config", config_to_json(model.config)},
-                {"mode", c.train ? "train" : "eval"},
-                {"parameter_count", out->parameter_count}};
-    Json vj = Json::object();
-    for (size_t id = 0; id < vocab.size(); ++id) vj[vocab.tokens()[id]] = id;
-    doc["vocab"] = std::move(vj);
-    doc["tokens"] = batch.tokens;
-    out->header = std::move(doc);
-    out->pe_table = positional_encoding_table(t.max_len, t.d_model);
-    if (t.num_layers > 0) {
-      const Tensor& q = trace.at("layers.0.self_attn.query");
-      const auto s = q.shape();
-      Tensor w = unmasked_softmax(fold_heads(q), fold_heads(trace.at("layers.0.self_attn.key")),
-                                  fold_heads(trace.at("layers.0.self_attn.value")));
-      Tensor shaped = Tensor::from_shape({s[0], s[1], s[2], s[2]});
-      std::copy(w.begin(), w.end(), shaped.begin());
-      out->unmasked_weights = std::move(shaped);
-    }
-    out->mask = to_tensor(attention_mask(c.mask, batch.ids, batch.batch, batch.seq));
-    out->vocab = std::move(vocab);
-    out->tokens = std::move(batch.tokens);
-    out->trace = std::move(trace);
-  }
+  if (c.model == ModelKind::loaded && !c.loaded)
+    throw InputError("no model loaded: open its weights (.safetensors), config and vocabulary (.json) files "
+                     "(a link cannot carry them)");
+  if (c.model == ModelKind::tutorial) compute_tutorial(c, previous, *out);
+  else compute_transformer(c, previous, *out);
   out->compute_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;
+}
+
+std::string weights_stage_name(const Computed& r, size_t layer) {
+  if (r.num_layers == 0) return "attention_weights";
+  return "layers." + std::to_string(layer) + ".self_attn.attention_weights";
+}
+
+Tensor unmasked_weights(const Computed& r, size_t layer) {
+  if (r.num_layers == 0)
+    return scaled_dot_product_attention(r.trace.at("query"), r.trace.at("key"), r.trace.at("value")).attention_weights;
+  if (layer >= r.num_layers)
+    throw InputError("layer " + std::to_string(layer) + " does not exist (" + std::to_string(r.num_layers) + " layers)");
+  const std::string p = "layers." + std::to_string(layer) + ".self_attn.";
+  const Tensor& q = r.trace.at(p + "query");
+  AttentionOptions options;  // no mask, no dropout; the layer's own scaling order
+  options.scale_query_first = r.scale_query_first;
+  Tensor w = scaled_dot_product_attention(fold_heads(q), fold_heads(r.trace.at(p + "key")),
+                                          fold_heads(r.trace.at(p + "value")), options)
+                 .attention_weights;
+  const auto& s = q.shape();
+  Tensor shaped = Tensor::from_shape({s[0], s[1], s[2], s[2]});
+  std::copy(w.begin(), w.end(), shaped.begin());
+  return shaped;
 }
 
 Json Computed::json() const {
@@ -405,7 +504,7 @@ bool Playground::update() {
   ++compute_count_;
   ++result_generation_;
   try {
-    result_ = compute(config_);
+    result_ = compute(config_, result_.get());  // the old result lends its unaffected parts
     error_.clear();
   } catch (const InputError& e) {
     result_.reset();
@@ -450,8 +549,9 @@ Slice slice_2d(const Tensor& t, const std::vector<size_t>& index) {
 }
 
 namespace {
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+// string_view: comparing against literals must not build strings (the UI calls this every frame).
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 }  // namespace
 
@@ -464,7 +564,7 @@ int stage_layer(const std::string& n) {
   return std::atoi(n.c_str() + 7);
 }
 
-std::string stage_formula(const std::string& n) {
+const char* stage_formula(const std::string& n) {
   struct Rule {
     const char* suffix;
     const char* formula;

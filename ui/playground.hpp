@@ -17,7 +17,10 @@
 
 namespace attn::ui {
 
-enum class ModelKind { tutorial, transformer };  // first tutorial's attention, or the second's classifier
+// The first tutorial's attention, the second's classifier with seeded weights, or that classifier
+// loaded from files (ui/model_files.hpp).
+enum class ModelKind { tutorial, transformer, loaded };
+struct LoadedModel;
 
 struct PlaygroundConfig {
   ModelKind model = ModelKind::tutorial;
@@ -29,21 +32,28 @@ struct PlaygroundConfig {
   size_t num_heads = 8, num_layers = 4, d_ff = 0, num_classes = 5;
   double dropout = 0.1;
   bool train = false, norm_first = false;
+  // The model read from files; kept across model switches so the user can come back to it. Not in
+  // the URL hash (a link cannot carry files); for ModelKind::loaded the sizes above mirror its config.
+  std::shared_ptr<const LoadedModel> loaded;
 
   bool operator==(const PlaygroundConfig& o) const;
   bool operator!=(const PlaygroundConfig& o) const { return !(*this == o); }
 };
 
-// The defaults of a model kind: the first tutorial (d_model 6, max_len 100) or the second tutorial's
-// classifier (d_model 128, 8 heads, 4 layers, max_len 512, dropout 0.1); sentences, seed and mask kept.
+// The defaults of a model kind: the first tutorial (d_model 6, max_len 100), the second tutorial's
+// classifier (d_model 128, 8 heads, 4 layers, max_len 512, dropout 0.1) or the loaded model's config;
+// sentences, seed, mask and the loaded model kept.
 PlaygroundConfig defaults_for(ModelKind kind, const PlaygroundConfig& keep = PlaygroundConfig());
-std::string model_kind_name(ModelKind kind);  // "tutorial" | "transformer"
+// Sets the loaded model (null: none); for ModelKind::loaded the sizes follow its config.
+void attach_model(PlaygroundConfig& config, std::shared_ptr<const LoadedModel> model);
+std::string model_kind_name(ModelKind kind);  // "tutorial" | "transformer" | "loaded"
 ModelKind parse_model_kind(const std::string& text);
 
 // URL hash "#model=transformer&s=나는%20간다&seed=1&…": only the values that differ from the
 // defaults (sentences as repeated `s`, percent-encoded UTF-8), so the default state is "".
 std::string to_hash(const PlaygroundConfig& config);
-// Parses a hash (with or without '#'); unknown keys and bad values throw InputError naming them.
+// Parses a hash (with or without '#'); unknown keys and bad values throw InputError naming them, and
+// so do sizes with model=loaded (its config sets them).
 PlaygroundConfig from_hash(const std::string& hash);
 std::string percent_encode(const std::string& text);
 std::string percent_decode(const std::string& text);  // throws InputError on a bad escape
@@ -65,7 +75,14 @@ struct Computed {
   Trace trace;                                   // the stages in order
   Tensor pe_table;                               // the whole positional table [max_len, d_model]
   Tensor mask;                                   // the attention mask [B, S, S], 1 = may attend
-  Tensor unmasked_weights;                       // softmax without a mask: [B, S, S], or [B, H, S, S] of layer 0
+  size_t num_layers = 0;                         // encoder layers (0: the first tutorial's single attention)
+  bool scale_query_first = false;                // nn.TransformerEncoderLayer style (a loaded model)
+  // The Transformer's model; a seeded one is reused by the next computation when its seed and sizes
+  // are the same (a new mask, train mode or sentences with as many distinct words), with the
+  // generator as initialisation left it (train mode's dropout continues from there, as in PyTorch).
+  std::shared_ptr<const TransformerModel> model;
+  bool seeded_model = false;
+  TorchGenerator after_init;
   Json header;  // the trace document without its stages (built on demand: json())
   // The `attn tutorial --json` / `attn encode --json` document.
   Json json() const;
@@ -74,9 +91,18 @@ struct Computed {
 };
 
 // Runs the engine; throws InputError for anything the user can get wrong (and for sizes the playground
-// refuses to draw: more than `max_trace_floats` floats in the trace).
-std::unique_ptr<Computed> compute(const PlaygroundConfig& config);
+// refuses to draw: more than `max_trace_floats` floats in the trace). `previous` (the last result, if
+// any) lends what this configuration would compute again: the seeded model, the positional table.
+std::unique_ptr<Computed> compute(const PlaygroundConfig& config, const Computed* previous = nullptr);
 inline constexpr double max_trace_floats = 64.0 * 1024 * 1024;
+
+// The attention weights of one layer as if there were no mask (softmax of that layer's QKᵀ/√d_k, no
+// dropout): [B, S, S] for the first tutorial, [B, H, S, S] for the Transformer. Computed on demand
+// (only the Masks view needs it, for the layer it shows). Throws InputError for a layer out of range.
+Tensor unmasked_weights(const Computed& computed, size_t layer);
+// The attention-weights stage the Masks view compares with: "attention_weights" or
+// "layers.{layer}.self_attn.attention_weights".
+std::string weights_stage_name(const Computed& computed, size_t layer);
 
 // The configuration, its last result or error, recomputed lazily and only after a change.
 class Playground {
@@ -115,7 +141,7 @@ Slice slice_2d(const Tensor& t, const std::vector<size_t>& index);
 // Every stage but token_ids is a float stage; attention matrices are [.., S, S] stages whose name ends
 // in scores/weights or is `mask`.
 bool is_attention_matrix(const std::string& stage_name);
-std::string stage_formula(const std::string& stage_name);  // e.g. "softmax(masked, dim=-1)"
+const char* stage_formula(const std::string& stage_name);  // e.g. "softmax(masked, dim=-1)"; "" if none
 // "layers.1.self_attn.scores" → 1; -1 for a stage outside the layers.
 int stage_layer(const std::string& stage_name);
 

@@ -33,6 +33,39 @@
       .finally(() => removeRunDependency('attnlab-font'));
   });
 
+  // Model files: written into MEMFS, read by the C++ side (which sorts an array of files into weights,
+  // config and vocabulary by name and content), then removed (the loaded model holds its own copy).
+  let loads = 0;
+  function loadFiles(entries) {  // [{name, bytes}] or {weights: {name, bytes}, config: …, vocab: …}
+    const dir = '/models/' + (++loads);
+    FS.mkdirTree(dir);
+    const write = (f) => {
+      const p = dir + '/' + String(f.name).replace(/[\/\0]/g, '_');
+      FS.writeFile(p, f.bytes);
+      return p;
+    };
+    let arg;
+    if (Array.isArray(entries)) arg = entries.map(write);
+    else {
+      arg = {};
+      for (const role of Object.keys(entries)) arg[role] = write(entries[role]);
+    }
+    try {
+      return call('attnlab_load_model', 'string', ['string'], [JSON.stringify(arg)]);
+    } finally {
+      for (const name of FS.readdir(dir)) if (name !== '.' && name !== '..') FS.unlink(dir + '/' + name);
+      FS.rmdir(dir);
+    }
+  }
+  function toBytes(value, role) {
+    if (value instanceof Uint8Array) return value;
+    if (value instanceof ArrayBuffer) return new Uint8Array(value);
+    if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+    if (typeof value === 'string') return new TextEncoder().encode(value);
+    if (value && typeof value === 'object') return new TextEncoder().encode(JSON.stringify(value));
+    throw new Error(role + ': expected bytes, a JSON string or an object');
+  }
+
   let applyingHash = false;
   Module.attnlabConfigChanged = function (hash, sentences) {
     const target = hash ? '#' + hash : location.pathname + location.search;
@@ -64,6 +97,7 @@
   window.attnlab = {
     ready,
     firstFrameMs: null,
+    runtimeReadyMs: null,
     // The trace document of the current state: `attn tutorial --json` or `attn encode --json`.
     trace() {
       const text = call('attnlab_trace', 'string', [], []);
@@ -71,15 +105,41 @@
       return JSON.parse(text);
     },
     // set({sentences, seed, d_model, num_heads, num_layers, d_ff, max_len, num_classes, mask, dropout,
-    //      train, norm_first, model}); throws on unknown keys or bad values; returns the state.
+    //      train, norm_first, model}); throws on unknown keys or bad values; returns stats() (cheap:
+    // state() serialises the view, which timing a change must not include).
     set(settings) {
       const error = call('attnlab_set', 'string', ['string'], [JSON.stringify(settings)]);
       if (error) throw new Error(error);
-      return this.state();
+      return this.stats();
     },
-    // {settings, hash, error, compute_ms, compute_count, frames, last_frame_ms, view}
+    // {settings, hash, error, status, loaded_model, compute_ms, compute_count, frames, last_frame_ms,
+    //  frame_allocations, view}
     state() { return JSON.parse(call('attnlab_state', 'string', [], [])); },
+    // {frames, last_frame_ms, frame_allocations, compute_ms, compute_count}: cheap, for polling.
+    stats() { return JSON.parse(call('attnlab_stats', 'string', [], [])); },
     selectStage(name) { call('attnlab_select_stage', null, ['string'], [name]); },
+    // selectView({tab: 'stage'|'masks'|'positional_encoding', stage, batch, layer, head}): what the
+    // canvas shows from the next frame on (indices clamped); throws on unknown keys.
+    selectView(view) {
+      const error = call('attnlab_select_view', 'string', ['string'], [JSON.stringify(view)]);
+      if (error) throw new Error(error);
+    },
+    // loadModel({weights, config, vocab}): the files of `attn encode --weights/--config/--vocab`, each an
+    // ArrayBuffer or typed array, a JSON string or a plain object; weights required. Switches to the
+    // model (settings.model 'loaded'); throws with the reason a file is refused; returns stats().
+    loadModel(files) {
+      const ext = { weights: '.safetensors', config: '.json', vocab: '.json' };
+      const entries = {};
+      // No destructuring here: Debian's Emscripten minifier (acorn-optimizer) drops `for (const [a, b] of …)`.
+      for (const role of Object.keys(files || {})) {
+        const value = files[role];
+        if (!(role in ext)) throw new Error('unknown model file role ' + role + ' (weights, config, vocab)');
+        if (value != null) entries[role] = { name: role + ext[role], bytes: toBytes(value, role) };
+      }
+      const error = loadFiles(entries);
+      if (error) throw new Error(error);
+      return this.stats();
+    },
   };
 
   function bindPage() {
@@ -93,6 +153,15 @@
         call('attnlab_set_sentences', null, ['string'], [f.value]);
       });
     }
+    const picker = document.getElementById('model-files');
+    if (picker) picker.addEventListener('change', async () => {
+      const chosen = await Promise.all([...picker.files].map(async (f) => ({ name: f.name, bytes: new Uint8Array(await f.arrayBuffer()) })));
+      picker.value = '';  // choosing the same files again fires 'change' again
+      if (!chosen.length) return;
+      const error = loadFiles(chosen);
+      const note = document.getElementById('model-note');
+      if (note) note.textContent = note.title = error ? 'not loaded: ' + error : 'loaded ' + chosen.map((f) => f.name).join(', ');
+    });
     window.addEventListener('hashchange', () => {
       if (applyingHash) return;
       const error = call('attnlab_set_hash', 'string', ['string'], [location.hash]);
@@ -101,6 +170,7 @@
   }
   const previous = Module.onRuntimeInitialized;
   Module.onRuntimeInitialized = function () {
+    window.attnlab.runtimeReadyMs = performance.now();  // wasm compiled and the font in MEMFS
     if (previous) previous();
     bindPage();
   };

@@ -1,6 +1,7 @@
 // The web playground: the UI of ui/ in a WebGL2 canvas (GLFW from Emscripten, ImGui's OpenGL ES 3
 // backend). The page (shell.html) holds the sentence text field (IME composition works there, not in a
-// canvas); api.js exposes window.attnlab and keeps the URL hash in sync. C functions below are its API.
+// canvas) and the model file input (api.js writes the chosen files into MEMFS); api.js exposes
+// window.attnlab and keeps the URL hash in sync. C functions below are its API.
 #include <GLFW/glfw3.h>
 #include <emscripten.h>
 #include <emscripten/html5.h>
@@ -9,11 +10,13 @@
 #include <imgui_impl_opengl3.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
+#include "ui/alloc_count.hpp"
 #include "ui/app.hpp"
 #include "ui/gl_platform.hpp"
 
@@ -27,6 +30,7 @@ class WebPlatform : public attn::ui::GlPlatform {
     return "downloaded " + name;
   }
   bool external_sentence_field() const override { return true; }
+  bool external_model_picker() const override { return true; }
   std::string font_path() const override { return "/font.ttf"; }  // api.js writes it before main
 };
 
@@ -38,6 +42,7 @@ struct State {
   uint64_t published_generation = 0;
   long frames = 0;
   double last_frame_ms = 0;
+  uint64_t frame_allocations = 0;  // heap allocations during the last frame (0 when idle)
   std::string text;  // the last string handed to JS
 };
 State* state = nullptr;
@@ -52,6 +57,7 @@ void publish_config() {  // URL hash and text field follow the configuration
 
 void frame() {
   const auto start = std::chrono::steady_clock::now();
+  const uint64_t allocations = attn::ui::allocation_count();
   glfwPollEvents();
   double css_w = 0, css_h = 0;
   emscripten_get_element_css_size("#canvas", &css_w, &css_h);
@@ -74,6 +80,7 @@ void frame() {
   ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
   publish_config();
   state->last_frame_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  state->frame_allocations = attn::ui::allocation_count() - allocations;
   if (++state->frames == 1) EM_ASM({ Module.attnlabFirstFrame(); });
 }
 
@@ -108,7 +115,8 @@ EMSCRIPTEN_KEEPALIVE const char* attnlab_set(const char* json) {
 
 EMSCRIPTEN_KEEPALIVE const char* attnlab_set_hash(const char* hash) {
   try {
-    const attn::ui::PlaygroundConfig c = attn::ui::from_hash(hash);
+    attn::ui::PlaygroundConfig c = attn::ui::from_hash(hash);
+    attn::ui::attach_model(c, state->playground.config().loaded);  // a hash cannot carry the files
     state->playground.set_config(c);
     return hand_to_js("");
   } catch (const std::exception& e) {
@@ -126,18 +134,68 @@ EMSCRIPTEN_KEEPALIVE void attnlab_set_sentences(const char* text) {
 
 EMSCRIPTEN_KEEPALIVE void attnlab_select_stage(const char* name) { state->app->select_stage(name); }
 
-// {settings, hash, error, compute_ms, compute_count, frames, last_frame_ms, view}
+// {"tab", "stage", "batch", "layer", "head"}: returns "" or the problem.
+EMSCRIPTEN_KEEPALIVE const char* attnlab_select_view(const char* json) {
+  try {
+    state->app->select_view(attn::Json::parse(json));
+    return hand_to_js("");
+  } catch (const std::exception& e) {
+    return hand_to_js(e.what());
+  }
+}
+
+// Loads a model from files api.js wrote into MEMFS: a JSON array of paths (sorted into weights, config
+// and vocabulary by name and content) or {"weights", "config", "vocab"}. Returns "" or the problem.
+EMSCRIPTEN_KEEPALIVE const char* attnlab_load_model(const char* json) {
+  try {
+    const attn::Json j = attn::Json::parse(json);
+    attn::ui::ModelFiles files;
+    if (j.is_array()) {
+      files = attn::ui::sort_model_files(j.get<std::vector<std::string>>());
+    } else {
+      files.weights = j.value("weights", "");
+      files.config = j.value("config", "");
+      files.vocab = j.value("vocab", "");
+    }
+    std::string error = state->app->load_model_files(files);
+    if (error.empty()) state->playground.update();
+    publish_config();
+    return hand_to_js(std::move(error));
+  } catch (const std::exception& e) {
+    return hand_to_js(e.what());
+  }
+}
+
+// {settings, hash, error, status, loaded_model, compute_ms, compute_count, frames, last_frame_ms,
+//  frame_allocations, view}
 EMSCRIPTEN_KEEPALIVE const char* attnlab_state() {
   const attn::ui::Computed* r = state->playground.result();
   attn::Json doc = {{"settings", attn::ui::settings_json(state->playground.config())},
                     {"hash", attn::ui::to_hash(state->playground.config())},
                     {"error", state->playground.error()},
+                    {"status", state->app->status()},
+                    {"loaded_model", state->playground.config().loaded ? attn::Json(state->playground.config().loaded->name)
+                                                                       : attn::Json()},
                     {"compute_ms", r ? r->compute_ms : 0.0},
                     {"compute_count", state->playground.compute_count()},
                     {"frames", state->frames},
                     {"last_frame_ms", state->last_frame_ms},
+                    {"frame_allocations", state->frame_allocations},
                     {"view", state->app->view_json()}};
   return hand_to_js(doc.dump());
+}
+
+// {frames, last_frame_ms, frame_allocations, compute_ms, compute_count}: what timing loops poll (state()
+// also serialises the view's heatmaps, too slow to call every frame at S = 128).
+EMSCRIPTEN_KEEPALIVE const char* attnlab_stats() {
+  const attn::ui::Computed* r = state->playground.result();
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "{\"frames\":%ld,\"last_frame_ms\":%.3f,\"frame_allocations\":%llu,\"compute_ms\":%.3f,"
+                "\"compute_count\":%zu}",
+                state->frames, state->last_frame_ms, static_cast<unsigned long long>(state->frame_allocations),
+                r ? r->compute_ms : 0.0, state->playground.compute_count());
+  return hand_to_js(text);
 }
 
 }  // extern "C"
@@ -159,6 +217,7 @@ int main() {
   if (!state->window) return 1;
   glfwMakeContextCurrent(state->window);
   IMGUI_CHECKVERSION();
+  attn::ui::count_imgui_allocations();
   ImGui::CreateContext();
   ImGui::GetIO().IniFilename = nullptr;
   ImGui_ImplGlfw_InitForOpenGL(state->window, true);

@@ -1,7 +1,12 @@
 // attn-gui: the playground's UI (ui/) in a GLFW window with ImGui's OpenGL 3 backend.
-//   attn-gui [--hash "s=…&seed=1"] [--stage NAME] [--screenshot out.png --frames N] [--size WxH]
-// --screenshot renders N frames, writes the last one (glReadPixels) as PNG and exits: for headless
-// checks under Xvfb. Exports go to the current folder.
+//   attn-gui [--hash "s=…&seed=1"] [--stage NAME] [--tab stage|masks|positional_encoding]
+//            [--weights W.safetensors [--config C.json] [--vocab V.json]] [--screenshot out.png --frames N]
+//            [--size WxH]
+// --weights/--config/--vocab load a model as `attn encode` does (the UI's "Open model files" fields do
+// the same later). --screenshot renders N frames, writes the last one (glReadPixels) as PNG and exits:
+// for headless checks under Xvfb; it also reports the heap allocations of the last frame's UI, and with
+// --check-idle fails (exit 1) if that frame allocated or computed (an idle frame must do neither; give
+// ImGui 3 frames to settle first: --frames 4 or more). Exports go to the current folder.
 #include <GLFW/glfw3.h>
 #include <imgui.h>
 #include <imgui_impl_glfw.h>
@@ -16,6 +21,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "ui/alloc_count.hpp"
 #include "ui/app.hpp"
 #include "ui/gl_platform.hpp"
 
@@ -29,12 +35,14 @@ class NativePlatform : public attn::ui::GlPlatform {
     return out ? "saved " + name + " (" + std::to_string(bytes.size()) + " bytes)" : "could not write " + name;
   }
   bool external_sentence_field() const override { return false; }
+  bool external_model_picker() const override { return false; }
   std::string font_path() const override { return ATTN_FONT_PATH; }
 };
 
 int usage(const char* problem) {
   std::fprintf(stderr,
-               "%s\nusage: attn-gui [--hash SETTINGS] [--stage NAME] [--size WxH] [--screenshot FILE.png --frames N]\n",
+               "%s\nusage: attn-gui [--hash SETTINGS] [--stage NAME] [--tab TAB] [--weights W.safetensors [--config C.json] "
+               "[--vocab V.json]] [--size WxH] [--screenshot FILE.png --frames N [--check-idle]]\n",
                problem);
   return 2;
 }
@@ -42,14 +50,21 @@ int usage(const char* problem) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string hash, stage, screenshot;
+  std::string hash, stage, screenshot, tab;
+  bool check_idle = false;
+  attn::ui::ModelFiles model_files;
   int frames = 3, width = 1280, height = 800;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
     if (arg == "--hash") hash = value();
     else if (arg == "--stage") stage = value();
+    else if (arg == "--tab") tab = value();
+    else if (arg == "--check-idle") check_idle = true;
     else if (arg == "--screenshot") screenshot = value();
+    else if (arg == "--weights") model_files.weights = value();
+    else if (arg == "--config") model_files.config = value();
+    else if (arg == "--vocab") model_files.vocab = value();
     else if (arg == "--frames") frames = std::max(1, std::atoi(value().c_str()));
     else if (arg == "--size") {
       if (std::sscanf(value().c_str(), "%dx%d", &width, &height) != 2 || width < 200 || height < 200)
@@ -58,11 +73,15 @@ int main(int argc, char** argv) {
     else return usage(("unknown argument " + arg).c_str());
   }
   attn::ui::PlaygroundConfig config;
+  attn::ui::Tab first_tab = attn::ui::Tab::stage;
   try {
     config = attn::ui::from_hash(hash);
+    if (!tab.empty()) first_tab = attn::ui::parse_tab(tab);
   } catch (const attn::InputError& e) {
     return usage(e.what());
   }
+  if (model_files.weights.empty() && !(model_files.config.empty() && model_files.vocab.empty()))
+    return usage("--config and --vocab need --weights");
 
   if (!glfwInit()) {
     std::fprintf(stderr, "attn-gui: cannot initialise GLFW (no display?)\n");
@@ -81,6 +100,7 @@ int main(int argc, char** argv) {
   glfwSwapInterval(1);
 
   IMGUI_CHECKVERSION();
+  attn::ui::count_imgui_allocations();
   ImGui::CreateContext();
   ImGui::GetIO().IniFilename = nullptr;
   ImGui_ImplGlfw_InitForOpenGL(window, true);
@@ -92,6 +112,14 @@ int main(int argc, char** argv) {
     NativePlatform platform;
     attn::ui::App app(playground, platform);
     if (!stage.empty()) app.select_stage(stage);
+    app.select_tab(first_tab);
+    if (!model_files.weights.empty()) {
+      const std::string error = app.load_model_files(model_files);
+      if (!error.empty()) std::fprintf(stderr, "attn-gui: could not load the model: %s\n", error.c_str());
+      if (!error.empty() && !screenshot.empty()) status = 2;
+    }
+    uint64_t ui_allocations = 0;  // during the last frame's UI (NewFrame … Render)
+    size_t ui_computations = 0;   // engine runs during the last frame
     for (int frame = 1; !glfwWindowShouldClose(window); ++frame) {
       if (screenshot.empty()) glfwWaitEventsTimeout(0.5);  // idle: no busy loop, no recompute
       else glfwPollEvents();
@@ -101,9 +129,13 @@ int main(int argc, char** argv) {
       }
       ImGui_ImplOpenGL3_NewFrame();
       ImGui_ImplGlfw_NewFrame();
+      const uint64_t before = attn::ui::allocation_count();
+      const size_t computed_before = playground.compute_count();
       ImGui::NewFrame();
       app.draw();
       ImGui::Render();
+      ui_allocations = attn::ui::allocation_count() - before;
+      ui_computations = playground.compute_count() - computed_before;
       int w = 0, h = 0;
       glfwGetFramebufferSize(window, &w, &h);
       glViewport(0, 0, w, h);
@@ -126,6 +158,12 @@ int main(int argc, char** argv) {
           std::printf("attn-gui: %d frames, %d computation(s), last in %.1f ms; screenshot %s (%dx%d)\n", frame,
                       int(playground.compute_count()), playground.result() ? playground.result()->compute_ms : 0.0,
                       screenshot.c_str(), w, h);
+          std::printf("attn-gui: last frame's UI: %llu heap allocation(s), %zu computation(s)\n",
+                      static_cast<unsigned long long>(ui_allocations), ui_computations);
+          if (check_idle && (ui_allocations || ui_computations)) {
+            std::fprintf(stderr, "attn-gui: the last frame was not idle (--check-idle)\n");
+            status = 1;
+          }
           if (!playground.error().empty()) std::printf("attn-gui: error shown: %s\n", playground.error().c_str());
         } catch (const std::exception& e) {
           std::fprintf(stderr, "attn-gui: %s\n", e.what());

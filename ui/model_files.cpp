@@ -1,0 +1,142 @@
+#include "ui/model_files.hpp"
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "core/safetensors.hpp"
+
+namespace attn::ui {
+namespace {
+
+std::string file_name(const std::string& path) { return std::filesystem::path(path).filename().string(); }
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Null when the file is not a JSON document (the reader that gets it then says why).
+Json try_read_json(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return Json::parse(in, nullptr, /*allow_exceptions=*/false);
+}
+
+// A config holds only the keys config_to_json writes; a vocabulary's keys are its tokens.
+bool looks_like_config(const std::string& path) {
+  const Json j = try_read_json(path);
+  if (!j.is_object() || j.empty()) return false;
+  const Json known = config_to_json(TransformerConfig());
+  for (const auto& item : j.items())
+    if (!known.contains(item.key())) return false;
+  return true;
+}
+
+enum class Role { weights, config, vocab };
+
+Role role_of(const std::string& path) {
+  const std::string name = lower(file_name(path));
+  if (ends_with(name, ".safetensors")) return Role::weights;
+  if (name.find("config") != std::string::npos) return Role::config;
+  if (name.find("vocab") != std::string::npos) return Role::vocab;
+  return looks_like_config(path) ? Role::config : Role::vocab;
+}
+
+void assign(std::string& slot, const std::string& path, const char* role) {
+  if (!slot.empty())
+    throw InputError(std::string("two ") + role + " files: '" + file_name(slot) + "' and '" + file_name(path) + "'");
+  slot = path;
+}
+
+TransformerConfig read_config(const std::string& path) {
+  if (path.empty()) return TransformerConfig();  // `attn encode` without --config
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError("cannot read config file '" + file_name(path) + "'");
+  const Json j = Json::parse(in, nullptr, false);
+  if (j.is_discarded()) throw InputError("config file '" + file_name(path) + "' is not valid JSON");
+  try {
+    return config_from_json(j);
+  } catch (const InputError& e) {
+    throw InputError("config file '" + file_name(path) + "': " + e.what());
+  }
+}
+
+// The embedding's rows, when the weights have one (the classifier's `embedding.weight`).
+size_t embedding_rows(const std::vector<NamedTensor>& tensors) {
+  for (const auto& t : tensors)
+    if (t.name == "embedding.weight" && t.value.dimension() == 2) return t.value.shape(0);
+  return 0;
+}
+
+std::string joined_names(const ModelFiles& f) {
+  std::string name = file_name(f.weights);
+  for (const std::string* p : {&f.config, &f.vocab})
+    if (!p->empty()) name += " + " + file_name(*p);
+  return name;
+}
+
+}  // namespace
+
+ModelFiles sort_model_files(const std::vector<std::string>& paths) {
+  ModelFiles f;
+  for (const auto& p : paths) {
+    switch (role_of(p)) {
+      case Role::weights: assign(f.weights, p, "weights"); break;
+      case Role::config: assign(f.config, p, "config"); break;
+      case Role::vocab: assign(f.vocab, p, "vocabulary"); break;
+    }
+  }
+  if (f.weights.empty())
+    throw InputError("no weights: choose a .safetensors file (with its config and vocabulary JSON files)");
+  return f;
+}
+
+namespace {
+
+// A reader's message names the path it was given; the UI shows the file's name (in the browser the path
+// is a temporary MEMFS folder the user never chose).
+std::string with_file_names(std::string message, const ModelFiles& f) {
+  for (const std::string* p : {&f.weights, &f.config, &f.vocab}) {
+    if (p->empty()) continue;
+    const std::string name = file_name(*p);
+    for (size_t at = message.find(*p); at != std::string::npos; at = message.find(*p, at + name.size()))
+      message.replace(at, p->size(), name);
+  }
+  return message;
+}
+
+std::shared_ptr<const LoadedModel> read_model(const ModelFiles& files) {
+  auto out = std::make_shared<LoadedModel>();
+  TransformerConfig config = read_config(files.config);
+  if (!files.vocab.empty()) out->vocab = read_vocab_file(files.vocab);
+  const std::vector<NamedTensor> tensors = read_safetensors(files.weights);
+  if (config.vocab_size == 0) config.vocab_size = embedding_rows(tensors);
+  if (config.vocab_size == 0 && out->vocab) config.vocab_size = out->vocab->size();
+  if (out->vocab && out->vocab->size() > config.vocab_size)
+    throw InputError("the vocabulary has " + std::to_string(out->vocab->size()) + " tokens, the model's embedding only " +
+                     std::to_string(config.vocab_size));
+  try {
+    out->model = load_transformer(config, tensors);
+  } catch (const InputError& e) {
+    throw InputError("'" + file_name(files.weights) + "': " + e.what());
+  }
+  out->name = joined_names(files);
+  return out;
+}
+
+}  // namespace
+
+std::shared_ptr<const LoadedModel> load_model(const ModelFiles& files) {
+  if (files.weights.empty()) throw InputError("no weights file given (.safetensors)");
+  try {
+    return read_model(files);
+  } catch (const InputError& e) {
+    throw InputError(with_file_names(e.what(), files));
+  }
+}
+
+}  // namespace attn::ui

@@ -1,0 +1,36 @@
+// A model loaded from files into the playground: safetensors weights, its config JSON and vocabulary,
+// the files `attn encode --weights/--config/--vocab` reads. Both shells hand paths here (the browser
+// writes the chosen files into Emscripten's MEMFS first). No ImGui; tests/test_ui.cpp tests it.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/tokenizer.hpp"
+#include "core/transformer.hpp"
+
+namespace attn::ui {
+
+struct ModelFiles {
+  std::string weights;  // .safetensors, required
+  std::string config;   // JSON config, optional (then the classifier's defaults, as `attn encode`)
+  std::string vocab;    // vocabulary JSON {token: id}, optional (then built from the sentences)
+};
+
+struct LoadedModel {
+  std::string name;  // the files' names, for the UI
+  TransformerModel model;
+  std::optional<Vocab> vocab;
+};
+
+// Sorts chosen files into their roles: *.safetensors are weights; a JSON object whose keys are all
+// config keys is the config, anything else the vocabulary (a name containing "config" or "vocab"
+// decides first). Throws InputError for two files of one role or no weights.
+ModelFiles sort_model_files(const std::vector<std::string>& paths);
+
+// Reads and checks the files (every reader's InputError names the file and the problem). Without
+// vocab_size in the config, the embedding's rows in the weights set it.
+std::shared_ptr<const LoadedModel> load_model(const ModelFiles& files);
+
+}  // namespace attn::ui
