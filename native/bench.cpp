@@ -113,30 +113,35 @@ void bench_tutorial(Context& c) {
            2 * rows * d * d * 3 + 4 * rows * S * d);
 }
 
-void bench_sdpa(Context& c) {
-  const size_t heads = 8, dim = 64;
-  const std::vector<size_t> lengths =
-      c.options.quick ? std::vector<size_t>{128, 512} : std::vector<size_t>{128, 512, 1024, 2048, 4096, 8192};
-  for (size_t S : lengths) {
-    const auto q = random_floats(S * heads * dim, 1), k = random_floats(q.size(), 2), v = random_floats(q.size(), 3);
-    std::vector<float> out(q.size());
-    for (bool causal : {false, true}) {
-      FlashAttention f;
-      f.q = q.data(), f.k = k.data(), f.v = v.data(), f.out = out.data();
-      f.heads = heads, f.seq_q = f.seq_k = S, f.head_dim = dim, f.scale = 1.0f / 8.0f, f.causal = causal;
-      const Timing t = measure([&] { flash_attention(f, &c.pool); }, c.budget);
-      const double flops = 4.0 * double(S) * double(S) * double(dim * heads) * (causal ? 0.5 : 1.0);
-      c.report("sdpa", {{"batch", 1}, {"heads", heads}, {"head_dim", dim}, {"seq", S}, {"causal", causal}}, t, flops);
-    }
-  }
-}
-
 struct DeviceTensor {
   BufferPtr buffer;
   DeviceTensor(Backend& b, const std::vector<float>& host) : buffer(b.allocate(host.size())) {
     b.upload(*buffer, host.data(), host.size());
   }
 };
+
+void bench_sdpa(Context& c) {
+  const size_t heads = 8, dim = 64;
+  const std::vector<size_t> lengths =
+      c.options.quick ? std::vector<size_t>{128, 512} : std::vector<size_t>{128, 512, 1024, 2048, 4096, 8192};
+  Backend& be = c.backend;
+  for (size_t S : lengths) {
+    DeviceTensor q(be, random_floats(S * heads * dim, 1)), k(be, random_floats(S * heads * dim, 2)),
+        v(be, random_floats(S * heads * dim, 3));
+    const BufferPtr out = be.allocate(S * heads * dim);
+    for (bool causal : {false, true}) {
+      const AttentionShape shape{1, heads, S, S, dim, 1.0f / 8.0f, causal};
+      const Timing t = measure(
+          [&] {
+            be.attention(*q.buffer, *k.buffer, *v.buffer, nullptr, *out, shape, nullptr);
+            be.synchronize();
+          },
+          c.budget);
+      const double flops = 4.0 * double(S) * double(S) * double(dim * heads) * (causal ? 0.5 : 1.0);
+      c.report("sdpa", {{"batch", 1}, {"heads", heads}, {"head_dim", dim}, {"seq", S}, {"causal", causal}}, t, flops);
+    }
+  }
+}
 
 // The tutorial's MultiHeadAttention: W_Q, W_K, W_V, fused attention over the heads, W_O.
 void bench_mha(Context& c) {
@@ -213,13 +218,13 @@ const std::vector<std::pair<std::string, void (*)(Context&)>> all_cases = {
 // ---------------------------------------------------------------------------------------------
 // PyTorch side by side
 
+#if !defined(__EMSCRIPTEN__)
 std::string shell_quote(const std::string& s) {
   std::string out = "'";
   for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
   return out + "'";
 }
 
-#if !defined(__EMSCRIPTEN__)
 // tests/bench_torch.py with PyTorch's best settings for this thread count (see README).
 Json run_torch(const BenchOptions& o, const std::vector<std::string>& cases, size_t threads) {
   std::string cmd = "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE LD_LIBRARY_PATH=" +
@@ -237,7 +242,6 @@ Json run_torch(const BenchOptions& o, const std::vector<std::string>& cases, siz
   if (pclose(pipe) != 0) throw InputError("the PyTorch benchmark failed: " + cmd);
   return Json::parse(text);
 }
-#endif
 
 std::string key_of(const Json& r) { return r["case"].get<std::string>() + r["params"].dump(); }
 
@@ -255,6 +259,8 @@ void merge_torch(Json& ours, const Json& torch) {
     }
   }
 }
+
+#endif
 
 std::string format_row(const Json& r) {
   char line[512];
@@ -283,7 +289,7 @@ void add_bench_options(CLI::App& cmd, BenchOptions& o) {
   cmd.add_option("cases", o.cases, "tutorial, sdpa, mha, encoder, gemm (default: all)");
   cmd.add_option("--threads", o.threads, "threads (default: the number of cores)");
   cmd.add_option("--isa", o.isa, "force the kernels' instruction set: avx512, avx2, sse4.2");
-  cmd.add_option("--backend", o.backend, "compute backend of the mha and encoder cases (cpu, gl, cuda, auto)");
+  cmd.add_option("--backend", o.backend, "compute backend of the sdpa, mha and encoder cases (cpu, gl, cuda, auto)");
   cmd.add_flag("--torch", o.torch, "run the same cases in PyTorch (tests/bench_torch.py) and print ratios");
   cmd.add_option("--torch-python", o.torch_python, "the Python with PyTorch (default /usr/bin/python3)");
   cmd.add_flag("--quick", o.quick, "small sizes only (a smoke test)");

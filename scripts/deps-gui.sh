@@ -9,7 +9,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 deps="$root/.deps"
 
-packages=(libglfw3-dev libgl-dev libgl1-mesa-dri xvfb xauth chromium fonts-nanum fonttools libstb-dev
+packages=(libglfw3-dev libgl-dev libegl-dev libgl1-mesa-dri xvfb xauth chromium fonts-nanum fonttools libstb-dev
           dpkg-dev ca-certificates)
 missing=()
 for p in "${packages[@]}"; do
