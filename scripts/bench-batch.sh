@@ -2,19 +2,24 @@
 # Throughput of `attn batch` against a PyTorch loop doing the same job (Debian's python3-torch):
 # the second tutorial's classifier (vocab 10000, d_model 128, 8 heads, 4 layers) and the d_model 512 /
 # 6-layer encoder, over sentences of 4-32 words, batch size 32 (PyTorch gets the same equal-length
-# batches, eval mode, inference_mode, and as many intra-op threads as attn gets threads). Reports
-# sentences/s at 1 and 2 threads and attn's peak RSS. A benchmark, not a test.
-#   scripts/bench-batch.sh [--count N] [--big] [--attn PATH]      --big: 100000 sentences
+# batches, eval mode, inference_mode, and as many intra-op threads as attn gets threads, with its best
+# settings as in `attn bench --torch`: OpenBLAS from .deps/openblas, OPENBLAS_CORETYPE/L2_SIZE unset,
+# its pool limited by threadpoolctl, OMP_WAIT_POLICY=PASSIVE at 2 threads). attn runs the fast path
+# (--backend cpu) unless --exact. Reports sentences/s at 1 and 2 threads and attn's peak RSS.
+# A benchmark, not a test.
+#   scripts/bench-batch.sh [--count N] [--big] [--exact] [--attn PATH]      --big: 100000 sentences
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 count=2000
 attn="$here/build/native/attn"
+path="--backend cpu"
 while [ $# -gt 0 ]; do
   case "$1" in
     --count) count=$2; shift 2 ;;
     --big) count=100000; shift ;;
+    --exact) path=""; shift ;;
     --attn) attn=$2; shift 2 ;;
-    *) echo "usage: $0 [--count N] [--big] [--attn PATH]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--count N] [--big] [--exact] [--attn PATH]" >&2; exit 2 ;;
   esac
 done
 [ -x "$attn" ] || { echo "no attn at $attn: build first (cmake --build build)" >&2; exit 2; }
@@ -34,7 +39,7 @@ EOF
 
 tutorial="--d-model 128 --num-heads 8 --num-layers 4 --num-classes 5"
 encoder="--d-model 512 --num-heads 8 --num-layers 6 --num-classes 5"
-echo "$count sentences of 4-32 words, batch size 32, --stages logits"
+echo "$count sentences of 4-32 words, batch size 32, --stages logits, attn ${path:-exact path}"
 printf '%-9s %-8s %14s %14s %9s %12s\n' model threads "attn sent/s" "torch sent/s" ratio "attn peakRSS"
 for size in tutorial encoder; do
   eval "flags=\$$size"
@@ -43,18 +48,23 @@ for size in tutorial encoder; do
     if [ -x /usr/bin/time ]; then
       # shellcheck disable=SC2086
       /usr/bin/time -v -o "$work/time" "$attn" batch "$work/input.txt" -o "$work/out.jsonl" --quiet \
-        --vocab "$work/vocab.json" $flags --stages logits --threads "$threads" --batch-size 32
+        --vocab "$work/vocab.json" $flags $path --stages logits --threads "$threads" --batch-size 32
       rss="$(awk -F': ' '/Maximum resident/ {printf "%.0f MiB", $2 / 1024}' "$work/time")"
     else
       # shellcheck disable=SC2086
-      "$attn" batch "$work/input.txt" -o "$work/out.jsonl" --quiet --vocab "$work/vocab.json" $flags \
+      "$attn" batch "$work/input.txt" -o "$work/out.jsonl" --quiet --vocab "$work/vocab.json" $flags $path \
         --stages logits --threads "$threads" --batch-size 32
       rss="n/a"
     fi
     end=$(date +%s.%N)
     ours=$(echo "$count / ($end - $start)" | bc -l)
     # shellcheck disable=SC2086
-    theirs=$(/usr/bin/python3 - "$here" "$work" "$threads" $flags <<'EOF'
+    wait_policy=""
+    [ "$threads" = 2 ] && wait_policy="OMP_WAIT_POLICY=PASSIVE"
+    # shellcheck disable=SC2086
+    theirs=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $wait_policy \
+      LD_LIBRARY_PATH="$here/.deps/openblas/usr/lib/x86_64-linux-gnu/openblas-pthread" \
+      /usr/bin/python3 - "$here" "$work" "$threads" $flags <<'EOF'
 import importlib.util, json, sys, time
 import torch
 here, work, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -63,6 +73,8 @@ spec = importlib.util.spec_from_file_location("t", f"{here}/tests/torchgen/trans
 T = importlib.util.module_from_spec(spec); spec.loader.exec_module(T)
 T.rec = lambda name, t: None  # the fixture generator's stage recording: not part of the job
 torch.set_num_threads(threads)
+from threadpoolctl import threadpool_limits
+threadpool_limits(threads)
 vocab = json.load(open(f"{work}/vocab.json"))
 torch.manual_seed(0)
 model = T.TransformerClassifier(vocab_size=len(vocab), d_model=flags["--d-model"], num_heads=flags["--num-heads"],
