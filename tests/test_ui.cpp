@@ -1,6 +1,7 @@
 // The playground's UI logic without a window: configuration ↔ URL hash, JS settings, recompute only
 // on change, errors as messages, the default view equal to PyTorch's numbers, the Masks view of every
 // layer, models loaded from files (good and malformed), colour maps, slices, PNG.
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -448,4 +449,77 @@ TEST_CASE("ui refuses malformed model files with a message", "[ui]") {
   p.update();
   CHECK(p.result() == nullptr);
   CHECK(p.error().find("nope") != std::string::npos);
+}
+
+TEST_CASE("ui compute backend selection", "[ui]") {
+  // The shell's factory (native/backends' make_backend in attn-gui); here cpu only, as if nothing else ran.
+  const BackendFactory factory = [](const std::string& name, std::string& note) -> std::unique_ptr<Backend> {
+    if (name == "cpu") {
+      note = "cpu (test)";
+      return make_cpu_backend(1);
+    }
+    throw InputError("backend '" + name + "' is not available here");
+  };
+  const auto has = [](const Trace& t, const std::string& name) {
+    for (const Stage& s : t.stages())
+      if (s.name == name) return true;
+    return false;
+  };
+  PlaygroundConfig c = defaults_for(ModelKind::transformer);
+  c.train = false;
+  Playground exact(c);
+  REQUIRE(exact.update());
+  REQUIRE(exact.result());
+  CHECK(exact.result()->computed_by == "exact");
+  const Tensor& want = exact.result()->trace.at("logits");
+
+  Playground p(c);
+  REQUIRE(p.update());
+  CHECK(p.select_backend("cpu", factory).error.empty());
+  CHECK(p.backend_choice().note == "cpu (test)");
+  CHECK(p.uses_backend());
+  REQUIRE(p.update());  // a new path recomputes
+  REQUIRE(p.result());
+  const Computed& r = *p.result();
+  CHECK(r.computed_by == "cpu");
+  const Tensor& got = r.trace.at("logits");
+  REQUIRE(got.shape() == want.shape());
+  for (size_t i = 0; i < got.size(); ++i) CHECK(std::fabs(got.data()[i] - want.data()[i]) < 1e-4f);
+  // Only layer 0's stages are pulled back, its weights included; scores never.
+  CHECK(has(r.trace, "layers.0.self_attn.attention_weights"));
+  CHECK(has(r.trace, "layers.0.output"));
+  CHECK_FALSE(has(r.trace, "layers.1.output"));
+  CHECK_FALSE(has(r.trace, "layers.0.self_attn.scores"));
+  CHECK(r.not_computed == std::vector<std::string>{"layers.0.self_attn.scores"});
+  CHECK_FALSE(p.update());  // idle
+  p.set_shown_layer(2);     // another layer: recomputed, that layer pulled back
+  REQUIRE(p.update());
+  CHECK(has(p.result()->trace, "layers.2.self_attn.attention_weights"));
+  CHECK_FALSE(has(p.result()->trace, "layers.0.output"));
+  // The Masks view works from the pulled-back query/key/value.
+  CHECK(unmasked_weights(*p.result(), 2).shape() == p.result()->trace.at("layers.2.self_attn.attention_weights").shape());
+
+  // Train mode (dropout) and the first tutorial keep the exact path, and say so.
+  PlaygroundConfig train = c;
+  train.train = true;
+  p.set_config(train);
+  REQUIRE(p.update());
+  CHECK(p.result()->computed_by == "exact");
+  CHECK(p.result()->path_note.find("train mode") != std::string::npos);
+  p.set_config(PlaygroundConfig());
+  REQUIRE(p.update());
+  CHECK(p.result()->computed_by == "exact");
+  CHECK(p.result()->path_note.find("first tutorial") != std::string::npos);
+
+  // An unavailable or unknown backend: its message, and the exact path.
+  p.set_config(c);
+  const BackendChoice& failed = p.select_backend("cuda", factory);
+  CHECK(failed.name == "exact");
+  CHECK(failed.error.find("not available") != std::string::npos);
+  CHECK_FALSE(p.uses_backend());
+  REQUIRE(p.update());
+  CHECK(p.result()->computed_by == "exact");
+  CHECK(p.result()->trace.at("logits").data()[0] == want.data()[0]);
+  CHECK_FALSE(p.select_backend("cpu", nullptr).error.empty());  // no factory (the web)
+  CHECK(p.select_backend("exact", factory).error.empty());
 }

@@ -113,6 +113,12 @@ App::App(Playground& playground, Platform& platform) : playground_(playground), 
   ImGui::StyleColorsDark(&style);
   style.WindowRounding = 0;
   style.FrameRounding = 3;
+  const std::vector<std::string> names = platform_.backend_names();
+  if (!names.empty()) {
+    backend_names_.push_back("exact");
+    backend_names_.insert(backend_names_.end(), names.begin(), names.end());
+    for (const std::string& n : backend_names_) backend_items_.push_back(n.c_str());
+  }
 }
 
 App::~App() {
@@ -177,7 +183,8 @@ void App::refresh_labels() {
   pe_label_ = "Sinusoidal positional encoding: " + shape_text(r->pe_table) + " (positions x dimensions); the first " +
               std::to_string(r->tokens.empty() ? size_t(0) : r->tokens[0].size()) + " rows are used.";
   if (!find_stage(stage_)) {
-    stage_ = weights_stage_name(*r, 0);
+    stage_ = weights_stage_name(*r, size_t(layer_));
+    if (!find_stage(stage_)) stage_ = weights_stage_name(*r, 0);
     if (!find_stage(stage_)) stage_ = r->trace.stages().back().name;
   }
 }
@@ -282,6 +289,7 @@ void App::draw_controls() {
   sync_draft();
   ImGui::TextUnformatted("attnlab playground");
   draw_model_choice();
+  draw_backend_choice();
   if (platform_.external_sentence_field()) {
     ImGui::TextColored(dim_color, "Sentences: edit them in the text field above");
   } else {
@@ -333,6 +341,33 @@ void App::draw_model_choice() {
     draft_ = defaults_for(ModelKind(model), draft_);
     apply(draft_);
   }
+}
+
+void App::draw_backend_choice() {
+  if (backend_items_.empty()) return;  // no backends here (the web)
+  for (size_t i = 0; i < backend_names_.size(); ++i)  // the shell may have selected one (--backend)
+    if (backend_names_[i] == playground_.backend_choice().name) backend_index_ = int(i);
+  ImGui::PushItemWidth(140);
+  if (ImGui::Combo("compute", &backend_index_, backend_items_.data(), int(backend_items_.size()))) {
+    const BackendChoice& choice =
+        playground_.select_backend(backend_names_[size_t(backend_index_)], platform_.backend_factory());
+    if (!choice.error.empty()) backend_index_ = 0;  // fell back to exact
+  }
+  ImGui::PopItemWidth();
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("exact: PyTorch's numbers bit for bit. cpu/cuda/auto: the fused path (eval mode, scores "
+                      "never computed; only the shown layer's stages are pulled back).");
+  const BackendChoice& choice = playground_.backend_choice();
+  if (!choice.error.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, error_color);
+    ImGui::TextWrapped("%s", choice.error.c_str());
+    ImGui::PopStyleColor();
+  }
+  ImGui::PushStyleColor(ImGuiCol_Text, dim_color);
+  if (!choice.note.empty()) ImGui::TextWrapped("%s", choice.note.c_str());
+  if (const Computed* r = playground_.result(); r && !r->path_note.empty())
+    ImGui::TextWrapped("%s", r->path_note.c_str());
+  ImGui::PopStyleColor();
 }
 
 void App::draw_sizes() {
@@ -414,9 +449,10 @@ std::string App::load_model_files(const ModelFiles& files) {
 void App::set_layer(int layer) {
   if (layer == layer_) return;
   layer_ = layer;
+  playground_.set_shown_layer(size_t(layer_));  // a backend pulls back only this layer's stages
   if (stage_layer(stage_) < 0) return;
   const std::string renamed = "layers." + std::to_string(layer_) + stage_.substr(stage_.find('.', 7));
-  if (find_stage(renamed)) stage_ = renamed;
+  if (find_stage(renamed) || playground_.uses_backend()) stage_ = renamed;  // a backend computes it next
 }
 
 void App::draw_pipeline() {
@@ -433,6 +469,11 @@ void App::draw_pipeline() {
     if (l >= 0 && l != layer_) continue;
     if (ImGui::Selectable(stage_labels_[i].c_str(), stages[i].name == stage_)) stage_ = stages[i].name;
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", stage_formula(stages[i].name));
+  }
+  for (const std::string& name : r->not_computed) {  // scores: the fused path never stores them
+    ImGui::TextDisabled("%s", name.c_str());
+    ImGui::SameLine();
+    ImGui::TextColored(dim_color, "not computed by the fused path");
   }
   ImGui::EndChild();
 }

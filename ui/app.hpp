@@ -33,6 +33,11 @@ class Platform {
   virtual bool external_model_picker() const = 0;
   // A TrueType font with Hangul (NanumGothic, subset in the web build).
   virtual std::string font_path() const = 0;
+  // Compute backends for the Transformer (native only: attn-gui passes native/backends' choices; the
+  // web shell has none, and then no selector is drawn). Names besides "exact", and the factory
+  // (called on the GUI thread, once per selection; throws InputError when unavailable).
+  virtual std::vector<std::string> backend_names() const { return {}; }
+  virtual BackendFactory backend_factory() { return nullptr; }
 };
 
 // What a heatmap's texture shows: rebuilt only when this changes.
@@ -97,6 +102,7 @@ class App {
   void sync_draft();
   void draw_controls();
   void draw_model_choice();
+  void draw_backend_choice();
   void draw_sizes();
   void draw_loaded_model();
   void draw_model_files();
@@ -138,6 +144,10 @@ class App {
   std::vector<char> sentence_buffer_;
   uint64_t sentence_generation_ = 0;
   char model_paths_[3][1024] = {};  // native: weights, config, vocabulary paths
+  // The backend selector: "exact" then the platform's names (their c_str()s for the combo).
+  std::vector<std::string> backend_names_;
+  std::vector<const char*> backend_items_;
+  int backend_index_ = 0;
   // The Masks view: the unmasked weights of layer_ (computed when the layer or the result changes),
   // the stage it is compared with, and the attention each query pays to [PAD] without / with mask.
   Tensor unmasked_cache_;

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "core/attention.hpp"
+#include "core/device_model.hpp"
 #include "core/error.hpp"
 #include "core/npy.hpp"
 #include "core/rng.hpp"
@@ -414,7 +415,8 @@ Json transformer_header(const Computed& out, const Vocab& vocab, const TokenBatc
 }
 
 // The classifier on the sentences, with the loaded model or a seeded one.
-void compute_transformer(const PlaygroundConfig& c, const Computed* previous, Computed& out) {
+void compute_transformer(const PlaygroundConfig& c, const Computed* previous, const BackendPath& path,
+                         Computed& out) {
   const LoadedModel* loaded = c.model == ModelKind::loaded ? c.loaded.get() : nullptr;
   Vocab vocab = loaded && loaded->vocab ? *loaded->vocab : Vocab();
   TokenBatch batch = tokenize_batch(c.sentences, vocab, !(loaded && loaded->vocab));
@@ -428,7 +430,28 @@ void compute_transformer(const PlaygroundConfig& c, const Computed* previous, Co
     out.after_init = gen;
   }
   const TransformerConfig& t = out.model->config;
-  out.trace = classify(*out.model, batch.ids, batch.batch, batch.seq, c.mask, c.train ? &gen : nullptr);
+  if (path.backend && c.train) {
+    out.path_note = "exact path: train mode (dropout) needs it; the " + path.backend->name() +
+                    " backend computes eval mode only";
+  }
+  if (path.backend && !c.train) {
+    DeviceModel device(*path.backend, *out.model);
+    const size_t layer = std::min(path.layer, t.num_layers ? t.num_layers - 1 : 0);
+    std::vector<std::string> wanted = fused_layer_stages(layer);
+    if (t.num_layers == 0) wanted = {"none"};  // nothing of the layers (empty would mean every stage)
+    device.record_only(std::move(wanted));
+    device.classify(batch.ids, batch.batch, batch.seq, c.mask, &out.trace);
+    out.computed_by = path.backend->name();
+    if (t.num_layers) {
+      out.not_computed = {"layers." + std::to_string(layer) + ".self_attn.scores"};
+      out.path_note = "computed on " + out.computed_by + "; pulled back: layer " + std::to_string(layer) +
+                      "'s stages and those outside the layers";
+    } else {
+      out.path_note = "computed on " + out.computed_by;
+    }
+  } else {
+    out.trace = classify(*out.model, batch.ids, batch.batch, batch.seq, c.mask, c.train ? &gen : nullptr);
+  }
   out.parameter_count = parameter_count(*out.model);
   out.header = transformer_header(out, vocab, batch, c.train);
   out.pe_table = pe_table(t.max_len, t.d_model, previous);
@@ -449,15 +472,31 @@ Tensor fold_heads(const Tensor& t) {
 
 }  // namespace
 
-std::unique_ptr<Computed> compute(const PlaygroundConfig& c, const Computed* previous) {
+std::vector<std::string> fused_layer_stages(size_t layer) {
+  static const char* const names[] = {"norm1", "self_attn.query", "self_attn.key", "self_attn.value",
+                                      "self_attn.attention_weights", "self_attn.attention_output",
+                                      "self_attn.output", "norm2", "ffn.output", "output"};
+  const std::string p = "layers." + std::to_string(layer) + ".";
+  std::vector<std::string> out;
+  for (const char* n : names) out.push_back(p + n);
+  return out;
+}
+
+std::unique_ptr<Computed> compute(const PlaygroundConfig& c, const Computed* previous, const BackendPath& path) {
   const auto start = std::chrono::steady_clock::now();
   auto out = std::make_unique<Computed>();
   if (c.sentences.empty()) throw InputError("enter at least one sentence");
   if (c.model == ModelKind::loaded && !c.loaded)
     throw InputError("no model loaded: open its weights (.safetensors), config and vocabulary (.json) files "
                      "(a link cannot carry them)");
-  if (c.model == ModelKind::tutorial) compute_tutorial(c, previous, *out);
-  else compute_transformer(c, previous, *out);
+  if (c.model == ModelKind::tutorial) {
+    compute_tutorial(c, previous, *out);
+    if (path.backend)
+      out->path_note = "exact path: the first tutorial always runs it (the " + path.backend->name() +
+                       " backend computes the Transformer)";
+  } else {
+    compute_transformer(c, previous, path, *out);
+  }
   out->compute_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;
 }
@@ -498,13 +537,45 @@ void Playground::set_config(const PlaygroundConfig& config) {
   ++config_generation_;
 }
 
+const BackendChoice& Playground::select_backend(const std::string& name, const BackendFactory& factory) {
+  if (name == choice_.name && choice_.error.empty()) return choice_;
+  const bool had_backend = backend_ != nullptr;
+  backend_.reset();  // the old one first (one device context at a time)
+  choice_ = BackendChoice();
+  if (name != "exact") {
+    try {
+      if (!factory) throw InputError("no compute backends in this build");
+      std::string note;
+      backend_ = factory(name, note);
+      if (!backend_) throw InputError("backend '" + name + "' could not be made");
+      choice_.name = name;
+      choice_.note = note;
+    } catch (const InputError& e) {
+      backend_.reset();
+      choice_.error = std::string(e.what()) + " (using the exact path)";
+    } catch (const std::exception& e) {
+      backend_.reset();
+      choice_.error = "backend '" + name + "': " + e.what() + " (using the exact path)";
+    }
+  }
+  if (had_backend || backend_) dirty_ = true;
+  return choice_;
+}
+
+void Playground::set_shown_layer(size_t layer) {
+  if (layer == shown_layer_) return;
+  shown_layer_ = layer;
+  if (backend_ && config_.model != ModelKind::tutorial && !config_.train) dirty_ = true;
+}
+
 bool Playground::update() {
   if (!dirty_) return false;
   dirty_ = false;
   ++compute_count_;
   ++result_generation_;
   try {
-    result_ = compute(config_, result_.get());  // the old result lends its unaffected parts
+    // The old result lends its unaffected parts.
+    result_ = compute(config_, result_.get(), BackendPath{backend_.get(), shown_layer_});
     error_.clear();
   } catch (const InputError& e) {
     result_.reset();

@@ -4,11 +4,13 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/backend.hpp"
 #include "core/json.hpp"
 #include "core/tokenizer.hpp"
 #include "core/trace.hpp"
@@ -88,12 +90,40 @@ struct Computed {
   Json json() const;
   size_t parameter_count = 0;
   double compute_ms = 0;
+  // How it was computed: "exact" (the PyTorch-bit-exact path) or the backend's name; a note when a
+  // backend was selected (what it pulled back, or why the exact path ran instead); and the stages the
+  // fused path cannot compute (the shown layer's scores), for the pipeline to name.
+  std::string computed_by = "exact";
+  std::string path_note;
+  std::vector<std::string> not_computed;
+};
+
+// The Transformer on a compute backend (core/device_model.hpp) instead of the exact path: eval mode
+// only (train mode and the first tutorial keep the exact path), pulling back only the stages outside
+// the layers and those of `layer` (the one the pipeline shows, its attention weights included). Scores
+// are never computed (fused attention).
+struct BackendPath {
+  Backend* backend = nullptr;  // null: the exact path
+  size_t layer = 0;
+};
+// The stages of one layer the fused path records ("layers.{i}.norm1", …, its attention weights).
+std::vector<std::string> fused_layer_stages(size_t layer);
+
+// Makes a backend by name ("cpu", "cuda", "auto", …) and sets `note` to which backend/device it chose;
+// throws InputError when it cannot run here. Native shells pass attn::make_backend's; the web has none.
+using BackendFactory = std::function<std::unique_ptr<Backend>(const std::string& name, std::string& note)>;
+// The selected compute path: "exact" or a backend name, its note, and the error that made it fall back.
+struct BackendChoice {
+  std::string name = "exact";
+  std::string note;
+  std::string error;
 };
 
 // Runs the engine; throws InputError for anything the user can get wrong (and for sizes the playground
 // refuses to draw: more than `max_trace_floats` floats in the trace). `previous` (the last result, if
 // any) lends what this configuration would compute again: the seeded model, the positional table.
-std::unique_ptr<Computed> compute(const PlaygroundConfig& config, const Computed* previous = nullptr);
+std::unique_ptr<Computed> compute(const PlaygroundConfig& config, const Computed* previous = nullptr,
+                                  const BackendPath& path = BackendPath());
 inline constexpr double max_trace_floats = 64.0 * 1024 * 1024;
 
 // The attention weights of one layer as if there were no mask (softmax of that layer's QKᵀ/√d_k, no
@@ -119,8 +149,20 @@ class Playground {
   uint64_t result_generation() const { return result_generation_; }  // +1 per computation
   size_t compute_count() const { return compute_count_; }
 
+  // Selects the compute path: "exact", or a backend made once here by `factory` (on the caller's
+  // thread). A factory error (InputError) is kept in the choice and falls back to the exact path.
+  // Recomputes on the next update when the path changed.
+  const BackendChoice& select_backend(const std::string& name, const BackendFactory& factory);
+  const BackendChoice& backend_choice() const { return choice_; }
+  bool uses_backend() const { return backend_ != nullptr; }
+  // With a backend: the layer whose stages are pulled back (recomputes when it changes).
+  void set_shown_layer(size_t layer);
+
  private:
   PlaygroundConfig config_;
+  std::unique_ptr<Backend> backend_;
+  BackendChoice choice_;
+  size_t shown_layer_ = 0;
   std::unique_ptr<Computed> result_;
   std::string error_;
   bool dirty_ = true;

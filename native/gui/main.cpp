@@ -1,7 +1,7 @@
 // attn-gui: the playground's UI (ui/) in a GLFW window with ImGui's OpenGL 3 backend.
 //   attn-gui [--hash "s=…&seed=1"] [--stage NAME] [--tab stage|masks|positional_encoding]
 //            [--weights W.safetensors [--config C.json] [--vocab V.json]] [--screenshot out.png --frames N]
-//            [--size WxH]
+//            [--backend exact|cpu|cuda|auto] [--size WxH]
 // --weights/--config/--vocab load a model as `attn encode` does (the UI's "Open model files" fields do
 // the same later). --screenshot renders N frames, writes the last one (glReadPixels) as PNG and exits:
 // for headless checks under Xvfb; it also reports the heap allocations of the last frame's UI, and with
@@ -12,6 +12,7 @@
 #include <imgui_impl_glfw.h>
 #include <imgui_impl_opengl3.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "native/backends.hpp"
 #include "ui/alloc_count.hpp"
 #include "ui/app.hpp"
 #include "ui/gl_platform.hpp"
@@ -37,12 +39,42 @@ class NativePlatform : public attn::ui::GlPlatform {
   bool external_sentence_field() const override { return false; }
   bool external_model_picker() const override { return false; }
   std::string font_path() const override { return ATTN_FONT_PATH; }
+  // Every backend of this build but gl: gl::Context makes its own hidden GLFW window current on this
+  // thread (leaving the UI's context not current) and calls glfwTerminate when released, which would
+  // close attn-gui's window too. So "auto" here is cuda if it runs, else cpu.
+  std::vector<std::string> backend_names() const override {
+    std::vector<std::string> out;
+    for (const std::string& n : attn::backend_names())
+      if (n != "gl") out.push_back(n);
+    return out;
+  }
+  attn::ui::BackendFactory backend_factory() override {
+    return [](const std::string& name, std::string& note) -> std::unique_ptr<attn::Backend> {
+      if (name == "gl")
+        throw attn::InputError("the gl backend is not offered in attn-gui (its context would replace the window's)");
+      if (name != "auto") return attn::make_backend(name, 0, note);
+      std::string why;
+      const auto names = attn::backend_names();
+      if (std::find(names.begin(), names.end(), "cuda") != names.end()) {
+        try {
+          return attn::make_backend("cuda", 0, note);
+        } catch (const attn::InputError& e) {
+          why = e.what();
+        }
+      } else {
+        why = "cuda not built in";
+      }
+      auto backend = attn::make_backend("cpu", 0, note);
+      note = "auto chose cpu: " + note + " (" + why + "; gl is not offered in attn-gui)";
+      return backend;
+    };
+  }
 };
 
 int usage(const char* problem) {
   std::fprintf(stderr,
                "%s\nusage: attn-gui [--hash SETTINGS] [--stage NAME] [--tab TAB] [--weights W.safetensors [--config C.json] "
-               "[--vocab V.json]] [--size WxH] [--screenshot FILE.png --frames N [--check-idle]]\n",
+               "[--vocab V.json]] [--backend exact|cpu|cuda|auto] [--size WxH] [--screenshot FILE.png --frames N [--check-idle]]\n",
                problem);
   return 2;
 }
@@ -50,7 +82,7 @@ int usage(const char* problem) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string hash, stage, screenshot, tab;
+  std::string hash, stage, screenshot, tab, backend = "exact";
   bool check_idle = false;
   attn::ui::ModelFiles model_files;
   int frames = 3, width = 1280, height = 800;
@@ -60,6 +92,7 @@ int main(int argc, char** argv) {
     if (arg == "--hash") hash = value();
     else if (arg == "--stage") stage = value();
     else if (arg == "--tab") tab = value();
+    else if (arg == "--backend") backend = value();
     else if (arg == "--check-idle") check_idle = true;
     else if (arg == "--screenshot") screenshot = value();
     else if (arg == "--weights") model_files.weights = value();
@@ -111,6 +144,11 @@ int main(int argc, char** argv) {
     attn::ui::Playground playground(config);
     NativePlatform platform;
     attn::ui::App app(playground, platform);
+    if (backend != "exact") {
+      const attn::ui::BackendChoice& choice = playground.select_backend(backend, platform.backend_factory());
+      if (!choice.error.empty()) std::fprintf(stderr, "attn-gui: %s\n", choice.error.c_str());
+      else std::printf("attn-gui: backend %s: %s\n", choice.name.c_str(), choice.note.c_str());
+    }
     if (!stage.empty()) app.select_stage(stage);
     app.select_tab(first_tab);
     if (!model_files.weights.empty()) {
