@@ -44,15 +44,15 @@ void reset_peak_memory() {
 
 struct Timing {
   std::vector<double> seconds;  // per call
-  double extra_bytes = 0;       // peak resident memory during the case, over what it started with
+  double extra_bytes = 0;       // peak resident memory during the case (warm-up included) over its start
 };
 
 // Calls fn until both 3 samples and `budget` seconds are reached (capped at 50 samples); each
 // sample runs fn `inner` times and records the time per call.
 Timing measure(const std::function<void()>& fn, double budget, size_t inner = 1) {
-  fn();  // warm up: caches, buffers, thread start
   reset_peak_memory();
   const double before = status_bytes("VmRSS:");
+  fn();  // warm up: caches, thread start, and the buffers it keeps (counted in extra_bytes)
   Timing t;
   const double start = now();
   while (t.seconds.size() < 3 || (now() - start < budget && t.seconds.size() < 50)) {

@@ -40,10 +40,11 @@ def reset_peak_memory():
 
 
 def measure(fn, budget, inner=1):
-    """As attn's measure(): a warm-up call, then samples until 3 and `budget` seconds (at most 50)."""
-    fn()
+    """As attn's measure(): a warm-up call, then samples until 3 and `budget` seconds (at most 50); the
+    peak resident memory added from before the warm-up."""
     reset_peak_memory()
     before = status_bytes("VmRSS:")
+    fn()
     samples, start = [], time.perf_counter()
     while len(samples) < 3 or (time.perf_counter() - start < budget and len(samples) < 50):
         t0 = time.perf_counter()
