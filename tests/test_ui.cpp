@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <unistd.h>
 
 #include "core/error.hpp"
 #include "core/safetensors.hpp"
@@ -291,7 +292,9 @@ struct TempDir {
   std::filesystem::path path;
   TempDir() {
     static int counter = 0;
-    path = std::filesystem::temp_directory_path() / ("attnlab-ui-test-" + std::to_string(++counter));
+    // The process id too: CTest runs each test case as its own process, several at once.
+    path = std::filesystem::temp_directory_path() /
+           ("attnlab-ui-test-" + std::to_string(getpid()) + "-" + std::to_string(++counter));
     std::filesystem::remove_all(path);
     std::filesystem::create_directories(path);
   }
