@@ -169,7 +169,9 @@ def kill_and_resume(attn, tmp, fmt="jsonl"):
     """SIGKILL after the first checkpoint; no output appears; --resume gives the uninterrupted bytes."""
     src = tmp / "big.txt"
     if not src.exists():
-        src.write_text("\n".join(sentences(6000, 3)) + "\n", encoding="utf-8")
+        # Fewer under the sanitizers (several times slower), still enough to be killed mid-run.
+        count = int(os.environ.get("ATTN_BATCH_CHECK_SENTENCES", "6000"))
+        src.write_text("\n".join(sentences(count, 3)) + "\n", encoding="utf-8")
     base = [str(src), "--vocab", str(tmp / "vocab.json"), "--d-model", "64", "--num-heads", "4", "--num-layers", "3",
             "--max-len", "40", "--threads", "2", "--format", fmt]
     whole = tmp / f"whole.{fmt}"

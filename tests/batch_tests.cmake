@@ -45,10 +45,15 @@ attn_cli_case(merge_no_manifest 2 "vocab.json.manifest.json' is missing: .* is n
 add_test(NAME cli.batch_check
          COMMAND /usr/bin/python3 "${CMAKE_CURRENT_SOURCE_DIR}/batch_check.py" $<TARGET_FILE:attn> core)
 set_tests_properties(cli.batch_check PROPERTIES TIMEOUT 300)
+set(ATTN_BATCH_CHECK_ENV "")
+if(ATTN_SANITIZE)
+  set(ATTN_BATCH_CHECK_ENV ENVIRONMENT "ATTN_BATCH_CHECK_SENTENCES=1500")
+  set_tests_properties(cli.batch_check PROPERTIES ${ATTN_BATCH_CHECK_ENV})
+endif()
 foreach(section formats resume vocab merge finish)
   add_test(NAME cli.batch_${section}
            COMMAND /usr/bin/python3 "${CMAKE_CURRENT_SOURCE_DIR}/batch_check.py" $<TARGET_FILE:attn> ${section})
-  set_tests_properties(cli.batch_${section} PROPERTIES TIMEOUT 300)
+  set_tests_properties(cli.batch_${section} PROPERTIES TIMEOUT 300 ${ATTN_BATCH_CHECK_ENV})
 endforeach()
 # --backend: the fast path (numbers checked against the exact path in test_fast_kernels.cpp).
 attn_cli_case(batch_backend_cpu 0 "\"layers.1.self_attn.attention_weights\"" ${bat} --backend cpu "${data}/korean.txt")
