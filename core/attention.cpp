@@ -98,8 +98,7 @@ MaskTensor padding_mask(const std::vector<int64_t>& ids, size_t batch, size_t se
 }
 
 MaskTensor attention_mask(MaskKind kind, const std::vector<int64_t>& ids, size_t batch, size_t seq) {
-  const bool padding = kind == MaskKind::padding || kind == MaskKind::padding_causal;
-  const bool causal = kind == MaskKind::causal || kind == MaskKind::padding_causal;
+  const bool padding = masks_padding(kind), causal = masks_future(kind);
   MaskTensor mask = MaskTensor::from_shape({batch, seq, seq});
   for (size_t b = 0; b < batch; ++b)
     for (size_t i = 0; i < seq; ++i)

@@ -20,6 +20,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor* bias = nullpt
 
 enum class MaskKind { none, padding, causal, padding_causal };
 MaskKind parse_mask_kind(const std::string& text);  // none|padding|causal|padding+causal
+inline bool masks_padding(MaskKind kind) { return kind == MaskKind::padding || kind == MaskKind::padding_causal; }
+inline bool masks_future(MaskKind kind) { return kind == MaskKind::causal || kind == MaskKind::padding_causal; }
 std::string mask_kind_name(MaskKind kind);
 // (ids != [PAD]) as [B, S]: True for real tokens.
 MaskTensor padding_mask(const std::vector<int64_t>& ids, size_t batch, size_t seq);

@@ -171,8 +171,7 @@ Tensor DeviceModel::classify(const std::vector<int64_t>& ids, size_t batch, size
   const Tensor x = classifier_input(model_, ids, batch, seq, nullptr, t);
   std::vector<uint8_t> keep(batch * seq);
   for (size_t i = 0; i < keep.size(); ++i) keep[i] = ids[i] != 0;
-  const bool padding = mask == MaskKind::padding || mask == MaskKind::padding_causal;
-  const bool causal = mask == MaskKind::causal || mask == MaskKind::padding_causal;
+  const bool padding = masks_padding(mask), causal = masks_future(mask);
   classifier_output(model_, encode(x, padding ? keep.data() : nullptr, causal, trace), t);
   return t.stages().back().value;
 }

@@ -103,8 +103,7 @@ const std::vector<float>& TutorialForward::operator()(const std::vector<int64_t>
   for (size_t b = 0; b < B; ++b)
     matmul_nt(q_.data() + b * S * d, k_.data() + b * S * d, scores_.data() + b * S * S, S, d, S);
   divide_scalar(scores_.data(), scores_.size(), float(std::sqrt(double(d))));
-  const bool padding = run_.config.mask == MaskKind::padding || run_.config.mask == MaskKind::padding_causal;
-  const bool causal = run_.config.mask == MaskKind::causal || run_.config.mask == MaskKind::padding_causal;
+  const bool padding = masks_padding(run_.config.mask), causal = masks_future(run_.config.mask);
   for (size_t b = 0; b < B; ++b)
     for (size_t i = 0; i < S; ++i)
       for (size_t j = 0; j < S; ++j)

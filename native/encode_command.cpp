@@ -94,7 +94,6 @@ void save_npy_dir(const std::string& dir, const Trace& trace) {
 // The fast path (fused attention, FMA kernels, or a GPU): the same stages but scores and weights.
 Trace classify_on_backend(const EncodeOptions& o, const TransformerModel& model, const Inputs& in) {
   if (o.model.train) throw InputError("--backend computes in evaluation mode only (no dropout): drop --train");
-  if (bare_encoder(model.config)) throw InputError("--backend needs token ids: an --encoder-only model takes vectors");
   std::string note;
   const std::unique_ptr<Backend> backend = make_backend(o.backend, 0, note);
   std::cerr << "attn: backend " << note << "\n";
