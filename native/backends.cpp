@@ -19,14 +19,14 @@ struct Made {
 };
 
 // One named backend, or InputError when it cannot run here.
-Made make_named(const std::string& name, size_t threads) {
+Made make_named(const std::string& name, size_t threads, [[maybe_unused]] gl::ContextSource gl_context) {
   Made made;
   if (name == "cpu") {
     made.device = std::to_string(threads ? threads : hardware_threads()) + " threads";
     made.backend = make_cpu_backend(threads);
   } else if (name == "gl") {
 #ifdef ATTN_HAVE_GL
-    made.backend = make_gl_backend(made.device, made.software);
+    made.backend = make_gl_backend(made.device, made.software, gl_context);
 #else
     throw InputError("gl backend unavailable: not built in (GLFW, OpenGL or EGL missing at build time)");
 #endif
@@ -55,16 +55,17 @@ std::vector<std::string> backend_names() {
   return names;
 }
 
-std::unique_ptr<Backend> make_backend(const std::string& name, size_t threads, std::string& note) {
+std::unique_ptr<Backend> make_backend(const std::string& name, size_t threads, std::string& note,
+                                      gl::ContextSource gl_context) {
   if (name != "auto") {
-    Made made = make_named(name, threads);
+    Made made = make_named(name, threads, gl_context);
     note = name + " backend: " + made.device;
     return std::move(made.backend);
   }
   std::string passed_over;  // why each faster backend was not taken
   for (const char* candidate : {"cuda", "gl"}) {
     try {
-      Made made = make_named(candidate, threads);
+      Made made = make_named(candidate, threads, gl_context);
       if (!made.software) {
         note = std::string("auto chose the ") + candidate + " backend: " + made.device + passed_over;
         return std::move(made.backend);
@@ -75,7 +76,7 @@ std::unique_ptr<Backend> make_backend(const std::string& name, size_t threads, s
       passed_over += std::string("; ") + e.what();
     }
   }
-  Made made = make_named("cpu", threads);
+  Made made = make_named("cpu", threads, gl_context);
   note = "auto fell back to the cpu backend: " + made.device + passed_over;
   return std::move(made.backend);
 }

@@ -355,7 +355,7 @@ void App::draw_backend_choice() {
   }
   ImGui::PopItemWidth();
   if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("exact: PyTorch's numbers bit for bit. cpu/cuda/auto: the fused path (eval mode, scores "
+    ImGui::SetTooltip("exact: PyTorch's numbers bit for bit. cpu/gl/cuda/auto: the fused path (eval mode, scores "
                       "never computed; only the shown layer's stages are pulled back).");
   const BackendChoice& choice = playground_.backend_choice();
   if (!choice.error.empty()) {

@@ -82,7 +82,7 @@ class Launch {
 
 class GlBackend final : public Backend {
  public:
-  GlBackend() {
+  explicit GlBackend(gl::ContextSource source) : context_(source) {
     glGetIntegerv(GL_MAX_SHADER_STORAGE_BLOCK_SIZE, &max_block_bytes_);
     glGetIntegerv(GL_MAX_COMPUTE_SHARED_MEMORY_SIZE, &max_shared_bytes_);
   }
@@ -240,8 +240,8 @@ void GlBackend::grow(BufferPtr& buffer, size_t size) {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_gl_backend(std::string& device, bool& software) {
-  auto backend = std::make_unique<GlBackend>();
+std::unique_ptr<Backend> make_gl_backend(std::string& device, bool& software, gl::ContextSource source) {
+  auto backend = std::make_unique<GlBackend>(source);
   device = backend->device();
   software = backend->software();
   return backend;

@@ -102,16 +102,32 @@ std::string gl_string(GLenum name) {
   return text ? reinterpret_cast<const char*>(text) : "?";
 }
 
+// Makes a context of our own current: a hidden GLFW window, else an EGL device; returns how.
+const char* open_own(Context::Impl& impl) {
+  std::string glfw_why, egl_why;
+  if (open_glfw(impl, glfw_why)) return "hidden GLFW window";
+  if (open_egl(impl, egl_why)) return "EGL device, no window system";
+  throw InputError("gl backend unavailable: no OpenGL 4.3 core context (" + glfw_why + "; " + egl_why + ")");
+}
+
+// The calling thread's current context, if there is one and it has compute shaders (4.3).
+void check_current() {
+  if (!glGetString(GL_VERSION))  // GLVND's dispatch answers null when no context is current
+    throw InputError("gl backend unavailable: no OpenGL context is current on this thread");
+  GLint major = 0, minor = 0;  // stay 0 before 3.0, which has no GL_MAJOR_VERSION
+  glGetIntegerv(GL_MAJOR_VERSION, &major);
+  glGetIntegerv(GL_MINOR_VERSION, &minor);
+  if (major < 4 || (major == 4 && minor < 3))
+    throw InputError("gl backend unavailable: the current OpenGL context is version " + gl_string(GL_VERSION) +
+                     "; compute shaders need 4.3");
+}
+
 }  // namespace
 
-Context::Context() : impl_(std::make_unique<Impl>()) {
-  std::string glfw_why, egl_why;
-  const char* how = "hidden GLFW window";
-  if (!open_glfw(*impl_, glfw_why)) {
-    how = "EGL device, no window system";
-    if (!open_egl(*impl_, egl_why))
-      throw InputError("gl backend unavailable: no OpenGL 4.3 core context (" + glfw_why + "; " + egl_why + ")");
-  }
+Context::Context(ContextSource source) : impl_(std::make_unique<Impl>()) {
+  const char* how = "the calling thread's context, borrowed";
+  if (source == ContextSource::own) how = open_own(*impl_);
+  else check_current();
   std::string renderer = gl_string(GL_RENDERER);
   description_ = renderer + ", OpenGL " + gl_string(GL_VERSION) + ", " + how;
   software_ = renderer.find("llvmpipe") != std::string::npos || renderer.find("softpipe") != std::string::npos;
@@ -121,7 +137,7 @@ Context::~Context() {
   if (impl_->window) {
     glfwDestroyWindow(impl_->window);
     glfwTerminate();
-  } else {
+  } else if (impl_->context != EGL_NO_CONTEXT) {
     eglMakeCurrent(impl_->display, EGL_NO_SURFACE, EGL_NO_SURFACE, EGL_NO_CONTEXT);
     eglDestroyContext(impl_->display, impl_->context);
     eglTerminate(impl_->display);

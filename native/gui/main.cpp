@@ -1,12 +1,13 @@
 // attn-gui: the playground's UI (ui/) in a GLFW window with ImGui's OpenGL 3 backend.
 //   attn-gui [--hash "s=…&seed=1"] [--stage NAME] [--tab stage|masks|positional_encoding]
 //            [--weights W.safetensors [--config C.json] [--vocab V.json]] [--screenshot out.png --frames N]
-//            [--backend exact|cpu|cuda|auto] [--size WxH]
+//            [--backend exact|cpu|gl|cuda|auto] [--size WxH] [--trace FILE.json]
 // --weights/--config/--vocab load a model as `attn encode` does (the UI's "Open model files" fields do
 // the same later). --screenshot renders N frames, writes the last one (glReadPixels) as PNG and exits:
 // for headless checks under Xvfb; it also reports the heap allocations of the last frame's UI, and with
 // --check-idle fails (exit 1) if that frame allocated or computed (an idle frame must do neither; give
-// ImGui 3 frames to settle first: --frames 4 or more). Exports go to the current folder.
+// ImGui 3 frames to settle first: --frames 4 or more); --trace then also writes the trace document of
+// what is shown (the web's attnlab.trace()). Exports go to the current folder.
 #include <GLFW/glfw3.h>
 #include <imgui.h>
 #include <imgui_impl_glfw.h>
@@ -39,42 +40,40 @@ class NativePlatform : public attn::ui::GlPlatform {
   bool external_sentence_field() const override { return false; }
   bool external_model_picker() const override { return false; }
   std::string font_path() const override { return ATTN_FONT_PATH; }
-  // Every backend of this build but gl: gl::Context makes its own hidden GLFW window current on this
-  // thread (leaving the UI's context not current) and calls glfwTerminate when released, which would
-  // close attn-gui's window too. So "auto" here is cuda if it runs, else cpu.
-  std::vector<std::string> backend_names() const override {
-    std::vector<std::string> out;
-    for (const std::string& n : attn::backend_names())
-      if (n != "gl") out.push_back(n);
-    return out;
-  }
+  std::vector<std::string> backend_names() const override { return attn::backend_names(); }
+  // gl computes in the window's own context, borrowed: a context of its own would replace it on this
+  // thread, where the factory is called and the playground computes. "auto" chooses as `attn` does.
   attn::ui::BackendFactory backend_factory() override {
-    return [](const std::string& name, std::string& note) -> std::unique_ptr<attn::Backend> {
-      if (name == "gl")
-        throw attn::InputError("the gl backend is not offered in attn-gui (its context would replace the window's)");
-      if (name != "auto") return attn::make_backend(name, 0, note);
-      std::string why;
-      const auto names = attn::backend_names();
-      if (std::find(names.begin(), names.end(), "cuda") != names.end()) {
-        try {
-          return attn::make_backend("cuda", 0, note);
-        } catch (const attn::InputError& e) {
-          why = e.what();
-        }
-      } else {
-        why = "cuda not built in";
-      }
-      auto backend = attn::make_backend("cpu", 0, note);
-      note = "auto chose cpu: " + note + " (" + why + "; gl is not offered in attn-gui)";
-      return backend;
+    return [](const std::string& name, std::string& note) {
+      return attn::make_backend(name, 0, note, attn::gl::ContextSource::current);
     };
   }
 };
 
+// OpenGL 4.3 core where the driver has it, so that the gl backend can compute in this window's context;
+// else 3.3 core, all ImGui's renderer needs ("#version 330" shaders run in both).
+GLFWwindow* open_window(int width, int height) {
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+  for (int major : {4, 3}) {
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, major);
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+    if (GLFWwindow* window = glfwCreateWindow(width, height, "attnlab playground", nullptr, nullptr)) return window;
+  }
+  return nullptr;
+}
+
+// Writes a file for --screenshot/--trace; throws InputError when it cannot.
+void write_file(const std::string& path, const void* data, size_t size) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(static_cast<const char*>(data), std::streamsize(size));
+  if (!out) throw attn::InputError("cannot write " + path);
+}
+
 int usage(const char* problem) {
   std::fprintf(stderr,
                "%s\nusage: attn-gui [--hash SETTINGS] [--stage NAME] [--tab TAB] [--weights W.safetensors [--config C.json] "
-               "[--vocab V.json]] [--backend exact|cpu|cuda|auto] [--size WxH] [--screenshot FILE.png --frames N [--check-idle]]\n",
+               "[--vocab V.json]] [--backend exact|cpu|gl|cuda|auto] [--size WxH] "
+               "[--screenshot FILE.png --frames N [--check-idle] [--trace FILE.json]]\n",
                problem);
   return 2;
 }
@@ -82,7 +81,7 @@ int usage(const char* problem) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string hash, stage, screenshot, tab, backend = "exact";
+  std::string hash, stage, screenshot, trace, tab, backend = "exact";
   bool check_idle = false;
   attn::ui::ModelFiles model_files;
   int frames = 3, width = 1280, height = 800;
@@ -95,6 +94,7 @@ int main(int argc, char** argv) {
     else if (arg == "--backend") backend = value();
     else if (arg == "--check-idle") check_idle = true;
     else if (arg == "--screenshot") screenshot = value();
+    else if (arg == "--trace") trace = value();
     else if (arg == "--weights") model_files.weights = value();
     else if (arg == "--config") model_files.config = value();
     else if (arg == "--vocab") model_files.vocab = value();
@@ -120,10 +120,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "attn-gui: cannot initialise GLFW (no display?)\n");
     return 1;
   }
-  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
-  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
-  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
-  GLFWwindow* window = glfwCreateWindow(width, height, "attnlab playground", nullptr, nullptr);
+  GLFWwindow* window = open_window(width, height);
   if (!window) {
     std::fprintf(stderr, "attn-gui: cannot open an OpenGL 3.3 window\n");
     glfwTerminate();
@@ -190,9 +187,7 @@ int main(int argc, char** argv) {
           std::memcpy(flipped.data() + y * row, rgba.data() + (size_t(h) - 1 - y) * row, row);
         try {
           const auto png = attn::ui::png_bytes(flipped, size_t(w), size_t(h));
-          std::ofstream out(screenshot, std::ios::binary);
-          out.write(reinterpret_cast<const char*>(png.data()), std::streamsize(png.size()));
-          if (!out) throw attn::InputError("cannot write " + screenshot);
+          write_file(screenshot, png.data(), png.size());
           std::printf("attn-gui: %d frames, %d computation(s), last in %.1f ms; screenshot %s (%dx%d)\n", frame,
                       int(playground.compute_count()), playground.result() ? playground.result()->compute_ms : 0.0,
                       screenshot.c_str(), w, h);
@@ -203,6 +198,13 @@ int main(int argc, char** argv) {
             status = 1;
           }
           if (!playground.error().empty()) std::printf("attn-gui: error shown: %s\n", playground.error().c_str());
+          if (const attn::ui::Computed* result = playground.result()) {
+            std::printf("attn-gui: computed by %s\n", result->computed_by.c_str());
+            if (!trace.empty()) {
+              const std::string document = result->json().dump();
+              write_file(trace, document.data(), document.size());
+            }
+          }
         } catch (const std::exception& e) {
           std::fprintf(stderr, "attn-gui: %s\n", e.what());
           status = 1;
