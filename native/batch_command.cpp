@@ -1,7 +1,7 @@
 // `attn batch`: the model over a file of any size, streaming, on a thread pool, records in input
 // order; `attn merge`: shard outputs joined into the single run's output. README.md "attn batch" is
 // the user's side: formats, vocabulary, memory bound, exit status, resume and sharding. The files
-// (formats, manifest, putting outputs in place, merging) are in native/batch_io.hpp.
+// (formats, manifest, putting outputs in place, merging) are in native/batch_io.{hpp,cpp}.
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <deque>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
