@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <xtensor/xmanipulation.hpp>
 
 #include "core/error.hpp"
 
@@ -27,8 +28,11 @@ struct DeviceLayer {
   DeviceNorm norm1, norm2;
 };
 
+// The weight goes up as [in, out] (nn.Linear keeps [out, in]): transposed once here rather than in
+// every matmul's packing.
 DeviceLinear upload(Backend& backend, const Linear& l) {
-  return {upload(backend, l.weight), upload(backend, l.bias), l.weight.shape(1), l.weight.shape(0)};
+  const Tensor weight_t = xt::transpose(l.weight);
+  return {upload(backend, weight_t), upload(backend, l.bias), l.weight.shape(1), l.weight.shape(0)};
 }
 DeviceNorm upload(Backend& backend, const LayerNorm& n) {
   return {upload(backend, n.weight), upload(backend, n.bias)};
@@ -78,7 +82,7 @@ Tensor DeviceModel::pull(const Buffer& buffer, const Shape& shape) {
 namespace {
 
 void linear(Backend& backend, const Buffer& x, const DeviceLinear& l, Buffer& y, size_t rows) {
-  backend.matmul(x, *l.weight, y, rows, l.in, l.out, true);
+  backend.matmul(x, *l.weight, y, rows, l.in, l.out, false);
   backend.add_bias(y, *l.bias, rows, l.out);
 }
 

@@ -4,8 +4,8 @@
 //
 // Matrix multiply, as BLIS does it: C is computed in MR×NR tiles held in registers (NR = two vectors),
 // from A packed into MR-row panels and B into NR-column panels so the inner loop reads both
-// sequentially; KC-deep slices of k keep a B panel in L1 and an A block in L2. Every tile walks k in
-// order, so the split over threads never changes a result.
+// sequentially; KC-deep slices of k keep an A block in L2 while B panels stream through. Every tile
+// walks k in order, so the split over threads never changes a result.
 #pragma once
 #include <algorithm>
 #include <chrono>
@@ -42,7 +42,7 @@ template <class Arch, size_t MR>
 struct Kernels {
   using batch = xsimd::batch<float, Arch>;
   static constexpr size_t L = batch::size, NR = 2 * L;
-  static constexpr size_t KC = 256, MC_MAX = MR * (L == 16 ? 16 : 24), NC = 4096;
+  static constexpr size_t KC = 512, MC_MAX = MR * (L == 16 ? 16 : 24), NC = 4096;
 
   // --- packing ---
 
@@ -77,10 +77,18 @@ struct Kernels {
   template <bool Fused>
   static void tile(size_t kc, const float* ap, const float* bp, float* c, size_t ldc, bool load_c) {
     batch acc[MR][2];
+    // Fused: C is added after the k loop, so its rows (often far in memory) arrive while the tile
+    // computes. Exact: C must be the first term of every sum.
+    const bool c_first = load_c && !Fused;
+    if (load_c && Fused)
+      for (size_t r = 0; r < MR; ++r) {
+        __builtin_prefetch(c + r * ldc, 1);
+        __builtin_prefetch(c + r * ldc + NR - 1, 1);
+      }
 #pragma GCC unroll 16
     for (size_t r = 0; r < MR; ++r) {
-      acc[r][0] = load_c ? batch::load_unaligned(c + r * ldc) : batch(0.0f);
-      acc[r][1] = load_c ? batch::load_unaligned(c + r * ldc + L) : batch(0.0f);
+      acc[r][0] = c_first ? batch::load_unaligned(c + r * ldc) : batch(0.0f);
+      acc[r][1] = c_first ? batch::load_unaligned(c + r * ldc + L) : batch(0.0f);
     }
     for (size_t kk = 0; kk < kc; ++kk, ap += MR, bp += NR) {
       const batch b0 = batch::load_aligned(bp), b1 = batch::load_aligned(bp + L);
@@ -95,6 +103,11 @@ struct Kernels {
           acc[r][1] = acc[r][1] + av * b1;
         }
       }
+    }
+#pragma GCC unroll 16
+    for (size_t r = 0; r < MR && load_c && Fused; ++r) {
+      acc[r][0] += batch::load_unaligned(c + r * ldc);
+      acc[r][1] += batch::load_unaligned(c + r * ldc + L);
     }
 #pragma GCC unroll 16
     for (size_t r = 0; r < MR; ++r) {

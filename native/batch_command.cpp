@@ -495,7 +495,7 @@ class Run {
   }
 
   void tick() {
-    if (seconds_since(last_checkpoint_) >= 1.0) {
+    if (seconds_since(last_checkpoint_) >= checkpoint_seconds_) {
       checkpoint(o_, job_, *sink_, progress_);
       last_checkpoint_ = Clock::now();
     }
@@ -537,6 +537,7 @@ class Run {
   Pool* pool_ = nullptr;
   const Clock::time_point start_ = Clock::now();
   Clock::time_point last_checkpoint_ = Clock::now(), last_display_ = Clock::now();
+  const double checkpoint_seconds_ = batch_io::checkpoint_seconds();
 };
 
 void run_batch(BatchOptions& o) {

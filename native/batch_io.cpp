@@ -50,6 +50,11 @@ void crash_point(const char* point) {
   if (at && std::strcmp(at, point) == 0) std::_Exit(99);
 }
 
+double checkpoint_seconds() {
+  const char* seconds = std::getenv("ATTN_BATCH_TEST_CHECKPOINT_SECONDS");
+  return seconds ? std::atof(seconds) : 1.0;
+}
+
 // --- files ---
 
 File::File(const std::string& path, uint64_t keep) : path_(path), bytes_(keep) {

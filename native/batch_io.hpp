@@ -18,6 +18,9 @@ namespace attn::cli::batch_io {
 // Fault injection for tests/batch_check.py: ATTN_BATCH_TEST_CRASH=<point> ends the process at once
 // (as a kill would) at that point of putting an output in place.
 void crash_point(const char* point);
+// Seconds between checkpoints: 1, or ATTN_BATCH_TEST_CHECKPOINT_SECONDS (tests kill a run just after
+// one, well before it ends).
+double checkpoint_seconds();
 
 // --- files ---
 

@@ -179,7 +179,9 @@ def kill_and_resume(attn, tmp, fmt="jsonl"):
     check(r.returncode == 0, f"{fmt}: uninterrupted run ({r.stderr.decode()[-200:]})")
     out = tmp / f"killed.{fmt}"
     progress = pathlib.Path(str(out) + ".progress")
-    proc = subprocess.Popen([attn, "batch", "--quiet", *base, "-o", str(out)])
+    # Checkpoints every 50 ms rather than every second, so the kill lands well before the run ends.
+    proc = subprocess.Popen([attn, "batch", "--quiet", *base, "-o", str(out)],
+                            env={**os.environ, "ATTN_BATCH_TEST_CHECKPOINT_SECONDS": "0.05"})
     deadline = time.time() + 120
     while not progress.exists() and proc.poll() is None and time.time() < deadline:
         time.sleep(0.02)
