@@ -42,6 +42,16 @@ class Backend {
   virtual void download(const Buffer& src, float* dst, size_t size) = 0;
   virtual void synchronize() {}  // wait for queued work (for timing)
 
+  // A constant right-hand side of matmul (a weight): b [k, n], or [n, k] when transposed. A backend may
+  // keep it in the layout its matmul reads fastest (the CPU packs it once), so such a buffer goes only
+  // to matmul, with the same k, n and b_transposed.
+  virtual BufferPtr upload_weight(const float* b, size_t k, size_t n, bool transposed) {
+    (void)transposed;
+    BufferPtr buffer = allocate(k * n);
+    upload(*buffer, b, k * n);
+    return buffer;
+  }
+
   // c[m, n] = a[m, k] · b[k, n], or · b[n, k]ᵀ when b_transposed (nn.Linear's weight layout).
   virtual void matmul(const Buffer& a, const Buffer& b, Buffer& c, size_t m, size_t k, size_t n,
                       bool b_transposed) = 0;

@@ -5,6 +5,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "core/backend.hpp"
+#include "core/error.hpp"
 #include "core/fast_kernels.hpp"
 #include "core/kernels.hpp"
 #include "core/threads.hpp"
@@ -19,8 +20,26 @@ class CpuBuffer : public Buffer {
   std::vector<float, xsimd::aligned_allocator<float, 64>> data;
 };
 
-float* host(Buffer& b) { return static_cast<CpuBuffer&>(b).data.data(); }
-const float* host(const Buffer& b) { return static_cast<const CpuBuffer&>(b).data.data(); }
+// upload_weight's buffers: packed once for gemm (not readable as plain floats).
+class CpuWeight : public Buffer {
+ public:
+  CpuWeight(const float* b, size_t k, size_t n, bool b_transposed)
+      : Buffer(k * n), packed(b, b_transposed ? k : n, b_transposed, k, n), transposed(b_transposed) {}
+  PackedB packed;
+  bool transposed;
+};
+
+[[noreturn]] void weight_misused() { throw InputError("a weight buffer (upload_weight) goes only to matmul"); }
+float* host(Buffer& b) {
+  auto* buffer = dynamic_cast<CpuBuffer*>(&b);
+  if (!buffer) weight_misused();
+  return buffer->data.data();
+}
+const float* host(const Buffer& b) {
+  const auto* buffer = dynamic_cast<const CpuBuffer*>(&b);
+  if (!buffer) weight_misused();
+  return buffer->data.data();
+}
 
 class CpuBackend : public Backend {
  public:
@@ -30,11 +49,19 @@ class CpuBackend : public Backend {
   void upload(Buffer& dst, const float* src, size_t size) override { std::copy_n(src, size, host(dst)); }
   void download(const Buffer& src, float* dst, size_t size) override { std::copy_n(host(src), size, dst); }
 
+  BufferPtr upload_weight(const float* b, size_t k, size_t n, bool transposed) override {
+    return BufferPtr(new CpuWeight(b, k, n, transposed));
+  }
   void matmul(const Buffer& a, const Buffer& b, Buffer& c, size_t m, size_t k, size_t n, bool b_transposed) override {
     Gemm g;
     g.m = m, g.n = n, g.k = k;
     g.a = host(a), g.lda = k;
-    g.b = host(b), g.ldb = b_transposed ? k : n, g.b_transposed = b_transposed;
+    if (const auto* weight = dynamic_cast<const CpuWeight*>(&b)) {
+      if (weight->transposed != b_transposed) throw InputError("a weight used in the other layout than uploaded");
+      g.b_packed = &weight->packed;  // gemm checks k and n
+    } else {
+      g.b = host(b), g.ldb = b_transposed ? k : n, g.b_transposed = b_transposed;
+    }
     g.c = host(c), g.ldc = n;
     gemm(g, &pool_);
   }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <xtensor/xmanipulation.hpp>
 
 #include "core/error.hpp"
 
@@ -28,11 +27,9 @@ struct DeviceLayer {
   DeviceNorm norm1, norm2;
 };
 
-// The weight goes up as [in, out] (nn.Linear keeps [out, in]): transposed once here rather than in
-// every matmul's packing.
 DeviceLinear upload(Backend& backend, const Linear& l) {
-  const Tensor weight_t = xt::transpose(l.weight);
-  return {upload(backend, weight_t), upload(backend, l.bias), l.weight.shape(1), l.weight.shape(0)};
+  const size_t in = l.weight.shape(1), out = l.weight.shape(0);
+  return {backend.upload_weight(l.weight.data(), in, out, true), upload(backend, l.bias), in, out};
 }
 DeviceNorm upload(Backend& backend, const LayerNorm& n) {
   return {upload(backend, n.weight), upload(backend, n.bias)};
@@ -82,7 +79,7 @@ Tensor DeviceModel::pull(const Buffer& buffer, const Shape& shape) {
 namespace {
 
 void linear(Backend& backend, const Buffer& x, const DeviceLinear& l, Buffer& y, size_t rows) {
-  backend.matmul(x, *l.weight, y, rows, l.in, l.out, false);
+  backend.matmul(x, *l.weight, y, rows, l.in, l.out, true);
   backend.add_bias(y, *l.bias, rows, l.out);
 }
 

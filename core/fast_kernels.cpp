@@ -1,6 +1,7 @@
 #include "core/fast_kernels.hpp"
 
 #include <cmath>
+#include <new>
 #include <vector>
 
 #include "core/error.hpp"
@@ -40,7 +41,20 @@ void set_kernel_isa(const std::string& isa) {
   active() = table;
 }
 
-void gemm(const Gemm& g, ThreadPool* pool) { active()->gemm(g, pool); }
+PackedB::PackedB(const float* b, size_t ldb, bool transposed, size_t k, size_t n)
+    : k_(k), n_(n), panel_width_(active()->panel_width) {
+  const size_t bytes = (n + panel_width_ - 1) / panel_width_ * panel_width_ * k * sizeof(float);
+  data_.reset(static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
+  if (!data_) throw std::bad_alloc();
+  active()->pack_b(b, ldb, transposed, k, n, data_.get());
+}
+
+void gemm(const Gemm& g, ThreadPool* pool) {
+  const PackedB* p = g.b_packed;
+  if (p && (p->panel_width() != active()->panel_width || p->k() != g.k || p->n() != g.n))
+    throw InputError("a packed matrix used with another shape or instruction set than it was packed for");
+  active()->gemm(g, pool);
+}
 
 double fma_peak_flops(size_t iterations) { return active()->fma_peak(iterations); }
 

@@ -5,6 +5,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <string>
 
 namespace attn {
@@ -16,8 +18,24 @@ enum class Rounding {
   fused,  // fused multiply-add: faster, and at most as far from the true value
 };
 
-// C[m, n] = A[m, k] · op(B) (+ C when accumulate); op(B) = B[k, n], or B[n, k]ᵀ when b_transposed.
-// Row-major with leading dimensions (elements between rows).
+// op(B) packed once into the matrix multiply's column panels, for a B that many products share (a
+// weight), which every call would otherwise pack again: in the layout of the instruction set active
+// when it was packed.
+class PackedB {
+ public:
+  PackedB(const float* b, size_t ldb, bool transposed, size_t k, size_t n);
+  size_t k() const { return k_; }
+  size_t n() const { return n_; }
+  size_t panel_width() const { return panel_width_; }
+  const float* data() const { return data_.get(); }
+
+ private:
+  size_t k_, n_, panel_width_;
+  std::unique_ptr<float, decltype(&std::free)> data_{nullptr, &std::free};  // 64-byte aligned
+};
+
+// C[m, n] = A[m, k] · op(B) (+ C when accumulate); op(B) = B[k, n], or B[n, k]ᵀ when b_transposed, or
+// b_packed. Row-major with leading dimensions (elements between rows).
 struct Gemm {
   size_t m = 0, n = 0, k = 0;
   const float* a = nullptr;
@@ -25,6 +43,7 @@ struct Gemm {
   const float* b = nullptr;
   size_t ldb = 0;
   bool b_transposed = false;
+  const PackedB* b_packed = nullptr;  // instead of b, ldb and b_transposed (same k and n)
   float* c = nullptr;
   size_t ldc = 0;
   bool accumulate = false;

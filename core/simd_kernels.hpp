@@ -22,6 +22,8 @@ namespace simd {
 
 struct KernelTable {
   const char* isa;
+  size_t panel_width;  // NR: columns of op(B) per packed panel
+  void (*pack_b)(const float* b, size_t ldb, bool transposed, size_t k, size_t n, float* dst);
   void (*gemm)(const Gemm&, ThreadPool*);
   void (*flash_attention)(const FlashAttention&, ThreadPool*);
   double (*fma_peak)(size_t iterations);
@@ -69,6 +71,12 @@ struct Kernels {
     std::fill(dst, dst + kc * NR, 0.0f);
     for (size_t c = 0; c < cols; ++c)
       for (size_t kk = 0; kk < kc; ++kk) dst[kk * NR + c] = transposed ? b[c * ldb + kk] : b[kk * ldb + c];
+  }
+
+  // All of op(B)[k, n] as NR-column panels of the whole k (a PackedB): panel q at dst + q·k·NR.
+  static void pack_b(const float* b, size_t ldb, bool transposed, size_t k, size_t n, float* dst) {
+    for (size_t col = 0; col < n; col += NR, dst += k * NR)
+      pack_b_panel(transposed ? b + col * ldb : b + col, ldb, transposed, k, std::min(NR, n - col), dst);
   }
 
   // --- the register tile ---
@@ -164,13 +172,19 @@ struct Kernels {
       const size_t chunk_panels = ceil_div(panels, col_chunks);
       for (size_t pc = 0; pc < g.k; pc += KC) {
         const size_t kc = std::min(KC, g.k - pc);
-        float* bp = scratch(b_buffer, panels * kc * NR);
         const bool load_c = g.accumulate || pc > 0;
-        run(pool, panels, [&](size_t q) {
-          const size_t col = jc + q * NR;
-          const float* src = g.b_transposed ? g.b + col * g.ldb + pc : g.b + pc * g.ldb + col;
-          pack_b_panel(src, g.ldb, g.b_transposed, kc, std::min(NR, g.n - col), bp + q * kc * NR);
-        });
+        // Panel q's rows pc … pc + kc: in b_packed (whole-k panels), else packed here.
+        const float* bp = g.b_packed ? g.b_packed->data() + (jc / NR) * g.k * NR + pc * NR : nullptr;
+        const size_t b_stride = g.b_packed ? g.k * NR : kc * NR;
+        if (!g.b_packed) {
+          float* dst = scratch(b_buffer, panels * kc * NR);
+          run(pool, panels, [&](size_t q) {
+            const size_t col = jc + q * NR;
+            const float* src = g.b_transposed ? g.b + col * g.ldb + pc : g.b + pc * g.ldb + col;
+            pack_b_panel(src, g.ldb, g.b_transposed, kc, std::min(NR, g.n - col), dst + q * kc * NR);
+          });
+          bp = dst;
+        }
         run(pool, row_blocks * col_chunks, [&](size_t item) {
           thread_local AlignedFloats a_buffer;
           const size_t i0 = (item / col_chunks) * mc, rows = std::min(mc, g.m - i0);
@@ -179,10 +193,16 @@ struct Kernels {
           const size_t cols = std::min(chunk_panels * NR, nc - q0 * NR);
           float* ap = scratch(a_buffer, ceil_div(rows, MR) * MR * kc);
           pack_a(g.a + i0 * g.lda + pc, g.lda, rows, kc, 1.0f, ap);
-          macro<Fused>(rows, cols, kc, ap, bp + q0 * kc * NR, kc * NR, g.c + i0 * g.ldc + jc + q0 * NR, g.ldc, load_c);
+          macro<Fused>(rows, cols, kc, ap, bp + q0 * b_stride, b_stride, g.c + i0 * g.ldc + jc + q0 * NR, g.ldc, load_c);
         });
       }
     }
+  }
+
+  // op(B)[kk, j], wherever it is.
+  static float b_at(const Gemm& g, size_t kk, size_t j) {
+    if (g.b_packed) return g.b_packed->data()[(j / NR) * g.k * NR + kk * NR + j % NR];
+    return g.b_transposed ? g.b[j * g.ldb + kk] : g.b[kk * g.ldb + j];
   }
 
   // Below this many multiply-adds packing costs more than it saves (the tutorial's 16×6×6 products).
@@ -197,7 +217,7 @@ struct Kernels {
     float* bt = scratch(buffer, (g.k + 1) * np);
     float* row = bt + g.k * np;
     for (size_t kk = 0; kk < g.k; ++kk) {
-      for (size_t j = 0; j < g.n; ++j) bt[kk * np + j] = g.b_transposed ? g.b[j * g.ldb + kk] : g.b[kk * g.ldb + j];
+      for (size_t j = 0; j < g.n; ++j) bt[kk * np + j] = b_at(g, kk, j);
       std::fill(bt + kk * np + g.n, bt + (kk + 1) * np, 0.0f);
     }
     for (size_t i = 0; i < g.m; ++i) {
@@ -407,7 +427,7 @@ struct Kernels {
   }
 
   static const KernelTable* table(const char* isa) {
-    static const KernelTable t{isa, &gemm, &flash_attention, &fma_peak};
+    static const KernelTable t{isa, NR, &pack_b, &gemm, &flash_attention, &fma_peak};
     return &t;
   }
 };

@@ -143,15 +143,14 @@ void bench_sdpa(Context& c) {
   }
 }
 
-// The tutorial's MultiHeadAttention: W_Q, W_K, W_V, fused attention over the heads, W_O; weights kept
-// [in, out], as DeviceModel keeps them.
+// The tutorial's MultiHeadAttention: W_Q, W_K, W_V, fused attention over the heads, W_O.
 void bench_mha(Context& c) {
   const size_t d = 512, heads = 8;
   const std::vector<std::pair<size_t, size_t>> shapes =
       c.options.quick ? std::vector<std::pair<size_t, size_t>>{{2, 64}} : std::vector<std::pair<size_t, size_t>>{{8, 128}, {1, 2048}};
   Backend& be = c.backend;
-  std::vector<DeviceTensor> w;
-  for (uint32_t i = 0; i < 4; ++i) w.emplace_back(be, random_floats(d * d, 10 + i, 0.04f));
+  std::vector<BufferPtr> w;  // nn.Linear's [out, in]
+  for (uint32_t i = 0; i < 4; ++i) w.push_back(be.upload_weight(random_floats(d * d, 10 + i, 0.04f).data(), d, d, true));
   for (auto [B, S] : shapes) {
     const size_t rows = B * S;
     DeviceTensor x(be, random_floats(rows * d, 4));
@@ -160,9 +159,9 @@ void bench_mha(Context& c) {
     const AttentionShape shape{B, heads, S, S, d / heads, 1.0f / 8.0f, false};
     const Timing t = measure(
         [&] {
-          for (size_t i = 0; i < 3; ++i) be.matmul(*x.buffer, *w[i].buffer, *buf[i], rows, d, d, false);
+          for (size_t i = 0; i < 3; ++i) be.matmul(*x.buffer, *w[i], *buf[i], rows, d, d, true);
           be.attention(*buf[0], *buf[1], *buf[2], nullptr, *buf[3], shape, nullptr);
-          be.matmul(*buf[3], *w[3].buffer, *buf[4], rows, d, d, false);
+          be.matmul(*buf[3], *w[3], *buf[4], rows, d, d, true);
           be.synchronize();
         },
         c.budget);

@@ -116,6 +116,44 @@ TEST_CASE("exact rounding gives the bits of the PyTorch-order loop on every inst
   set_kernel_isa(best);
 }
 
+// Packing B once (a weight) changes nothing but when the packing happens: the same bits, both roundings,
+// including a product wider than one column block (n > 4096) and deeper than one k slice.
+TEST_CASE("a B packed once gives the bits of packing it in every call", "[fast_kernels]") {
+  ThreadPool pool(2);
+  const std::string best = kernel_isa();
+  std::vector<Product> shapes(std::begin(products), std::end(products));
+  shapes.push_back({5, 4100, 600, true, true});
+  for (const std::string& isa : isas()) {
+    set_kernel_isa(isa);
+    for (const Product& p : shapes)
+      for (Rounding rounding : {Rounding::fused, Rounding::exact}) {
+        INFO(isa << " m " << p.m << " n " << p.n << " k " << p.k << " exact " << (rounding == Rounding::exact));
+        const auto a = random_floats(p.m * (p.k + 3), 11), b = random_floats((p.transposed ? p.n : p.k) * (p.n + p.k + 1), 12);
+        std::vector<float> c = random_floats(p.m * (p.n + 2), 13), packed = c;
+        Gemm g = gemm_of(p, a, b, c);
+        g.rounding = rounding;
+        gemm(g, &pool);
+        const PackedB b_packed(g.b, g.ldb, g.b_transposed, p.k, p.n);
+        g.c = packed.data(), g.b = nullptr, g.b_packed = &b_packed;
+        gemm(g, &pool);
+        CHECK(packed == c);
+      }
+  }
+  set_kernel_isa(best);
+  const auto b = random_floats(64 * 64, 14);
+  std::vector<float> c(64 * 64);
+  const PackedB b_packed(b.data(), 64, false, 64, 64);
+  Gemm g;
+  g.m = g.n = g.k = 64, g.a = b.data(), g.lda = 64, g.c = c.data(), g.ldc = 64, g.b_packed = &b_packed;
+  if (isas().size() > 1) {  // packed for the best, used with another
+    set_kernel_isa(isas().back());
+    CHECK_THROWS_AS(gemm(g), InputError);
+    set_kernel_isa(best);
+  }
+  g.k = 63;
+  CHECK_THROWS_AS(gemm(g), InputError);
+}
+
 TEST_CASE("results do not depend on the thread count", "[fast_kernels]") {
   const Product p{517, 300, 700, true, false};
   const auto a = random_floats(p.m * (p.k + 3), 6), b = random_floats(p.n * (p.n + p.k + 1), 7);
