@@ -2,9 +2,12 @@
 // (1, 3, 17, sizes that are no multiple of the vector width or of the blocking), on every instruction
 // set this CPU has; the exact-rounding multiply against the PyTorch-order loop bit for bit; thread-count
 // independence; and the whole model on the CPU backend against PyTorch's fixtures.
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cmath>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "core/batch.hpp"
@@ -152,6 +155,25 @@ TEST_CASE("a B packed once gives the bits of packing it in every call", "[fast_k
   }
   g.k = 63;
   CHECK_THROWS_AS(gemm(g), InputError);
+}
+
+// Jobs back to back (the workers still spinning from the last one) and after a pause (asleep): every
+// item runs exactly once, and an item's exception reaches the caller with every other item done.
+TEST_CASE("the thread pool runs every item once and passes on an item's exception", "[fast_kernels]") {
+  ThreadPool pool(3);
+  std::vector<std::atomic<int>> runs(1000);
+  for (size_t job = 0; job < 200; ++job) {
+    if (job % 50 == 49) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const size_t count = 1 + job * 37 % runs.size();
+    pool.parallel_for(count, [&](size_t i) { ++runs[i]; });
+    for (size_t i = 0; i < count; ++i) REQUIRE(runs[i].exchange(0) == 1);
+  }
+  std::atomic<int> done{0};
+  CHECK_THROWS_AS(pool.parallel_for(100, [&](size_t i) {
+    if (i == 42) throw InputError("item 42");
+    ++done;
+  }), InputError);
+  CHECK(done == 99);
 }
 
 TEST_CASE("results do not depend on the thread count", "[fast_kernels]") {
