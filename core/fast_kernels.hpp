@@ -51,6 +51,10 @@ struct Gemm {
 };
 void gemm(const Gemm& g, ThreadPool* pool = nullptr);
 
+// Products of at most 4096 multiply-adds (the tutorial's 16×6×6) skip packing, which costs them more
+// than it saves. Counted in 64 bits: in wasm32 2048³ wraps to 0 in a size_t.
+inline bool small_product(size_t m, size_t n, size_t k) { return uint64_t(m) * n * k <= 4096; }
+
 // out = softmax(q·kᵀ·scale, masked)·v for q [B, Sq, H, D], k/v [B, Sk, H, D], out [B, Sq, H, D],
 // streaming over key blocks with an online softmax: memory O(block), never Sq×Sk. key_keep [B, Sk]
 // (1 = attend) or null; causal masks key j > query i. Masked scores act as −1e9 (masked_fill), so a

@@ -205,9 +205,6 @@ struct Kernels {
     return g.b_transposed ? g.b[j * g.ldb + kk] : g.b[kk * g.ldb + j];
   }
 
-  // Below this many multiply-adds packing costs more than it saves (the tutorial's 16×6×6 products).
-  static constexpr size_t small_product = 4096;
-
   // Vectors across the columns of op(B), copied once into a zero-padded [k, n] block; k in order with
   // two roundings per step: exact, and right for either rounding. Lanes are independent chains, so
   // tiny products are not bound by the latency of one running sum.
@@ -268,7 +265,7 @@ struct Kernels {
       for (size_t i = 0; i < g.m && !g.accumulate; ++i) std::fill_n(g.c + i * g.ldc, g.n, 0.0f);
       return;
     }
-    if (g.m * g.n * g.k <= small_product) return gemm_small(g);
+    if (small_product(g.m, g.n, g.k)) return gemm_small(g);
     if (g.rounding == Rounding::fused)
       gemm_blocked<true>(g, pool);
     else

@@ -119,6 +119,16 @@ TEST_CASE("exact rounding gives the bits of the PyTorch-order loop on every inst
   set_kernel_isa(best);
 }
 
+// The vector loop without packing is only for tiny products: 2048³ once wrapped to 0 in wasm32's size_t
+// and ran that loop, 20× slower than the packed kernel.
+TEST_CASE("only tiny products skip packing, however large the product", "[fast_kernels]") {
+  CHECK(small_product(16, 6, 6));
+  CHECK(small_product(4096, 1, 1));
+  CHECK_FALSE(small_product(4097, 1, 1));
+  CHECK_FALSE(small_product(2048, 2048, 2048));
+  CHECK_FALSE(small_product(65536, 65536, 1));
+}
+
 // Packing B once (a weight) changes nothing but when the packing happens: the same bits, both roundings,
 // including a product wider than one column block (n > 4096) and deeper than one k slice.
 TEST_CASE("a B packed once gives the bits of packing it in every call", "[fast_kernels]") {
@@ -158,7 +168,7 @@ TEST_CASE("a B packed once gives the bits of packing it in every call", "[fast_k
 }
 
 // Jobs back to back (the workers still spinning from the last one) and after a pause (asleep): every
-// item runs exactly once, and an item's exception reaches the caller with every other item done.
+// item runs exactly once, and an item's exception reaches the caller.
 TEST_CASE("the thread pool runs every item once and passes on an item's exception", "[fast_kernels]") {
   ThreadPool pool(3);
   std::vector<std::atomic<int>> runs(1000);
@@ -168,12 +178,9 @@ TEST_CASE("the thread pool runs every item once and passes on an item's exceptio
     pool.parallel_for(count, [&](size_t i) { ++runs[i]; });
     for (size_t i = 0; i < count; ++i) REQUIRE(runs[i].exchange(0) == 1);
   }
-  std::atomic<int> done{0};
   CHECK_THROWS_AS(pool.parallel_for(100, [&](size_t i) {
     if (i == 42) throw InputError("item 42");
-    ++done;
   }), InputError);
-  CHECK(done == 99);
 }
 
 TEST_CASE("results do not depend on the thread count", "[fast_kernels]") {
