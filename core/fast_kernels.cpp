@@ -46,7 +46,7 @@ PackedB::PackedB(const float* b, size_t ldb, bool transposed, size_t k, size_t n
   const size_t bytes = (n + panel_width_ - 1) / panel_width_ * panel_width_ * k * sizeof(float);
   data_.reset(static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
   if (!data_) throw std::bad_alloc();
-  active()->pack_b(b, ldb, transposed, k, n, data_.get());
+  active()->pack_b(b, ldb, transposed, k, n, data_.get(), nullptr);
 }
 
 void gemm(const Gemm& g, ThreadPool* pool) {

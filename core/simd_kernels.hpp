@@ -23,7 +23,7 @@ namespace simd {
 struct KernelTable {
   const char* isa;
   size_t panel_width;  // NR: columns of op(B) per packed panel
-  void (*pack_b)(const float* b, size_t ldb, bool transposed, size_t k, size_t n, float* dst);
+  void (*pack_b)(const float* b, size_t ldb, bool transposed, size_t k, size_t n, float* dst, ThreadPool* pool);
   void (*gemm)(const Gemm&, ThreadPool*);
   void (*flash_attention)(const FlashAttention&, ThreadPool*);
   double (*fma_peak)(size_t iterations);
@@ -73,10 +73,13 @@ struct Kernels {
       for (size_t kk = 0; kk < kc; ++kk) dst[kk * NR + c] = transposed ? b[c * ldb + kk] : b[kk * ldb + c];
   }
 
-  // All of op(B)[k, n] as NR-column panels of the whole k (a PackedB): panel q at dst + q·k·NR.
-  static void pack_b(const float* b, size_t ldb, bool transposed, size_t k, size_t n, float* dst) {
-    for (size_t col = 0; col < n; col += NR, dst += k * NR)
-      pack_b_panel(transposed ? b + col * ldb : b + col, ldb, transposed, k, std::min(NR, n - col), dst);
+  // op(B)[k, n] as NR-column panels: panel q at dst + q·k·NR (a PackedB, or one k slice of a product).
+  static void pack_b(const float* b, size_t ldb, bool transposed, size_t k, size_t n, float* dst, ThreadPool* pool) {
+    run(pool, ceil_div(n, NR), [&](size_t q) {
+      const size_t col = q * NR;
+      const float* src = transposed ? b + col * ldb : b + col;
+      pack_b_panel(src, ldb, transposed, k, std::min(NR, n - col), dst + q * k * NR);
+    });
   }
 
   // --- the register tile ---
@@ -174,15 +177,12 @@ struct Kernels {
         const size_t kc = std::min(KC, g.k - pc);
         const bool load_c = g.accumulate || pc > 0;
         // Panel q's rows pc … pc + kc: in b_packed (whole-k panels), else packed here.
+        const size_t b_stride = (g.b_packed ? g.k : kc) * NR;
         const float* bp = g.b_packed ? g.b_packed->data() + (jc / NR) * g.k * NR + pc * NR : nullptr;
-        const size_t b_stride = g.b_packed ? g.k * NR : kc * NR;
         if (!g.b_packed) {
           float* dst = scratch(b_buffer, panels * kc * NR);
-          run(pool, panels, [&](size_t q) {
-            const size_t col = jc + q * NR;
-            const float* src = g.b_transposed ? g.b + col * g.ldb + pc : g.b + pc * g.ldb + col;
-            pack_b_panel(src, g.ldb, g.b_transposed, kc, std::min(NR, g.n - col), dst + q * kc * NR);
-          });
+          pack_b(g.b_transposed ? g.b + jc * g.ldb + pc : g.b + pc * g.ldb + jc, g.ldb, g.b_transposed, kc, nc, dst,
+                 pool);
           bp = dst;
         }
         run(pool, row_blocks * col_chunks, [&](size_t item) {
@@ -193,7 +193,8 @@ struct Kernels {
           const size_t cols = std::min(chunk_panels * NR, nc - q0 * NR);
           float* ap = scratch(a_buffer, ceil_div(rows, MR) * MR * kc);
           pack_a(g.a + i0 * g.lda + pc, g.lda, rows, kc, 1.0f, ap);
-          macro<Fused>(rows, cols, kc, ap, bp + q0 * b_stride, b_stride, g.c + i0 * g.ldc + jc + q0 * NR, g.ldc, load_c);
+          float* c = g.c + i0 * g.ldc + jc + q0 * NR;
+          macro<Fused>(rows, cols, kc, ap, bp + q0 * b_stride, b_stride, c, g.ldc, load_c);
         });
       }
     }
