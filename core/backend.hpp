@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,10 @@ struct AttentionShape {
   size_t batch = 1, heads = 1, seq_q = 1, seq_k = 1, head_dim = 1;
   float scale = 1.0f;   // scores = q·kᵀ · scale (1/√D in the tutorial)
   bool causal = false;  // key j > query i masked (Sq == Sk)
+  // Packed sequences of any lengths (self-attention, only where packs_sequences()): sequence b is rows
+  // offsets[b] … offsets[b + 1] of q, k, v, out and key_keep (batch + 1 entries), seq_q and seq_k unused,
+  // and its weights are [H, S_b, S_b], one sequence after the other.
+  const size_t* offsets = nullptr;
 };
 
 class Backend {
@@ -41,6 +46,7 @@ class Backend {
   virtual void upload(Buffer& dst, const float* src, size_t size) = 0;
   virtual void download(const Buffer& src, float* dst, size_t size) = 0;
   virtual void synchronize() {}  // wait for queued work (for timing)
+  virtual bool packs_sequences() const { return false; }  // attention takes AttentionShape::offsets
 
   // A constant right-hand side of matmul (a weight): b [k, n], or [n, k] when transposed. A backend may
   // keep it in the layout its matmul reads fastest (the CPU packs it once), so such a buffer goes only
@@ -55,6 +61,14 @@ class Backend {
   // c[m, n] = a[m, k] · b[k, n], or · b[n, k]ᵀ when b_transposed (nn.Linear's weight layout).
   virtual void matmul(const Buffer& a, const Buffer& b, Buffer& c, size_t m, size_t k, size_t n,
                       bool b_transposed) = 0;
+  // A Linear layer: y = x[rows, in] · weightᵀ + bias, then the activation when given; weight [out, in]
+  // from upload_weight(…, transposed). These steps, which a backend may fuse.
+  virtual void linear(const Buffer& x, const Buffer& weight, const Buffer& bias, Buffer& y, size_t rows, size_t in,
+                      size_t out, std::optional<Activation> activation = std::nullopt) {
+    matmul(x, weight, y, rows, in, out, true);
+    add_bias(y, bias, rows, out);
+    if (activation) this->activation(y, rows * out, *activation);
+  }
   virtual void add_bias(Buffer& x, const Buffer& bias, size_t rows, size_t n) = 0;  // x[r, :] += bias
   virtual void add(const Buffer& a, const Buffer& b, Buffer& out, size_t size) = 0;  // out may be a or b
   virtual void activation(Buffer& x, size_t size, Activation kind) = 0;  // relu or exact (erf) gelu

@@ -45,6 +45,7 @@ class CpuBackend : public Backend {
  public:
   explicit CpuBackend(size_t threads) : pool_(threads) {}
   std::string name() const override { return "cpu"; }
+  bool packs_sequences() const override { return true; }
   BufferPtr allocate(size_t size) override { return BufferPtr(new CpuBuffer(size)); }
   void upload(Buffer& dst, const float* src, size_t size) override { std::copy_n(src, size, host(dst)); }
   void download(const Buffer& src, float* dst, size_t size) override { std::copy_n(host(src), size, dst); }
@@ -53,6 +54,18 @@ class CpuBackend : public Backend {
     return BufferPtr(new CpuWeight(b, k, n, transposed));
   }
   void matmul(const Buffer& a, const Buffer& b, Buffer& c, size_t m, size_t k, size_t n, bool b_transposed) override {
+    gemm(product(a, b, c, m, k, n, b_transposed), &pool_);
+  }
+  // The bias and ReLU in the product's epilogue (the same bits as the separate steps); GELU after it.
+  void linear(const Buffer& x, const Buffer& weight, const Buffer& bias, Buffer& y, size_t rows, size_t in, size_t out,
+              std::optional<Activation> activation) override {
+    Gemm g = product(x, weight, y, rows, in, out, true);
+    g.bias = host(bias);
+    g.relu = activation == Activation::relu;
+    gemm(g, &pool_);
+    if (activation && !g.relu) this->activation(y, rows * out, *activation);
+  }
+  static Gemm product(const Buffer& a, const Buffer& b, Buffer& c, size_t m, size_t k, size_t n, bool b_transposed) {
     Gemm g;
     g.m = m, g.n = n, g.k = k;
     g.a = host(a), g.lda = k;
@@ -63,7 +76,7 @@ class CpuBackend : public Backend {
       g.b = host(b), g.ldb = b_transposed ? k : n, g.b_transposed = b_transposed;
     }
     g.c = host(c), g.ldc = n;
-    gemm(g, &pool_);
+    return g;
   }
   void add_bias(Buffer& x, const Buffer& bias, size_t rows, size_t n) override {
     for (size_t r = 0; r < rows; ++r) attn::add(host(x) + r * n, host(bias), host(x) + r * n, n);
@@ -127,9 +140,9 @@ void CpuBackend::attention(const Buffer& q, const Buffer& k, const Buffer& v, co
   FlashAttention f;
   f.q = host(q), f.k = host(k), f.v = host(v), f.out = host(out);
   f.batch = shape.batch, f.heads = shape.heads, f.seq_q = shape.seq_q, f.seq_k = shape.seq_k;
-  f.head_dim = shape.head_dim, f.scale = shape.scale, f.causal = shape.causal;
+  f.head_dim = shape.head_dim, f.scale = shape.scale, f.causal = shape.causal, f.offsets = shape.offsets;
   if (key_keep) {
-    keep_.resize(shape.batch * shape.seq_k);
+    keep_.resize(shape.offsets ? shape.offsets[shape.batch] : shape.batch * shape.seq_k);
     std::transform(host(*key_keep), host(*key_keep) + keep_.size(), keep_.begin(),
                    [](float x) { return uint8_t(x != 0.0f); });
     f.key_keep = keep_.data();
@@ -141,23 +154,24 @@ void CpuBackend::attention(const Buffer& q, const Buffer& k, const Buffer& v, co
 // softmax(q·kᵀ·scale, masked) for every head, materialised only for callers that show it.
 void CpuBackend::attention_weights(const FlashAttention& f, float* weights) {
   const size_t stride = f.heads * f.head_dim;
-  for (size_t b = 0; b < f.batch; ++b)
-    for (size_t h = 0; h < f.heads; ++h) {
-      float* w = weights + (b * f.heads + h) * f.seq_q * f.seq_k;
+  for (size_t b = 0; b < f.batch; ++b) {
+    const SequenceSpan s = sequence_span(f, b);
+    for (size_t h = 0; h < f.heads; ++h, weights += s.seq_q * s.seq_k) {
       Gemm g;
-      g.m = f.seq_q, g.n = f.seq_k, g.k = f.head_dim;
-      g.a = f.q + b * f.seq_q * stride + h * f.head_dim, g.lda = stride;
-      g.b = f.k + b * f.seq_k * stride + h * f.head_dim, g.ldb = stride, g.b_transposed = true;
-      g.c = w, g.ldc = f.seq_k;
+      g.m = s.seq_q, g.n = s.seq_k, g.k = f.head_dim;
+      g.a = f.q + s.q_row * stride + h * f.head_dim, g.lda = stride;
+      g.b = f.k + s.k_row * stride + h * f.head_dim, g.ldb = stride, g.b_transposed = true;
+      g.c = weights, g.ldc = s.seq_k;
       gemm(g, &pool_);
-      for (size_t i = 0; i < f.seq_q; ++i)
-        for (size_t j = 0; j < f.seq_k; ++j) {
-          const bool keep = (!f.key_keep || f.key_keep[b * f.seq_k + j]) && (!f.causal || j <= i);
-          float& s = w[i * f.seq_k + j];
-          s = keep ? s * f.scale : -1e9f;
+      for (size_t i = 0; i < s.seq_q; ++i)
+        for (size_t j = 0; j < s.seq_k; ++j) {
+          const bool keep = (!f.key_keep || f.key_keep[s.k_row + j]) && (!f.causal || j <= i);
+          float& score = weights[i * s.seq_k + j];
+          score = keep ? score * f.scale : -1e9f;
         }
-      attn::softmax_rows(w, f.seq_q, f.seq_k);
+      attn::softmax_rows(weights, s.seq_q, s.seq_k);
     }
+  }
 }
 
 }  // namespace

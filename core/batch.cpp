@@ -204,6 +204,23 @@ std::vector<std::vector<Item>> group_by_length(std::vector<Item> items, size_t b
   return batches;
 }
 
+std::vector<std::vector<Item>> group_by_size(std::vector<Item> items, size_t batch_size) {
+  std::stable_sort(items.begin(), items.end(),
+                   [](const Item& a, const Item& b) { return a.ids.size() < b.ids.size(); });
+  std::vector<std::vector<Item>> batches;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i % batch_size == 0) batches.emplace_back();
+    batches.back().push_back(std::move(items[i]));
+  }
+  return batches;
+}
+
+std::vector<Trace> compute_packed(const std::vector<Item>& items, MaskKind mask, DeviceModel& device) {
+  std::vector<std::vector<int64_t>> sequences;
+  for (const auto& item : items) sequences.push_back(item.ids);
+  return device.classify_packed(sequences, mask);
+}
+
 Trace compute(const TransformerModel& model, const std::vector<Item>& items, MaskKind mask, DeviceModel* device) {
   const size_t seq = items.front().ids.size();
   std::vector<int64_t> ids;

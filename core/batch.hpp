@@ -2,11 +2,12 @@
 // into mini-batches, and writing each item's stages as one JSON Lines record. No threads and no files
 // here (the CLI owns those), so every rule is testable on its own and the same under WebAssembly.
 //
-// Each item is computed as if it were alone: a mini-batch only ever holds items of the same length, so
-// nothing is padded, and the classifier's mean pooling (over all positions, as the tutorial's) and the
-// padding mask see exactly the item's own tokens. Rows of a batch are computed independently, so an
-// item's numbers do not depend on which items share its batch: output is the same for every
-// --batch-size and --threads.
+// Each item is computed as if it were alone, never padded, so the classifier's mean pooling (over all
+// positions, as the tutorial's) and the padding mask see exactly the item's own tokens: a mini-batch
+// holds items of one length, or, on a backend that packs sequences, items of any lengths packed row
+// after row (DeviceModel::classify_packed). Rows of a batch are computed independently, so an item's
+// numbers do not depend on which items share its batch: output is the same for every --batch-size and
+// --threads.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -80,10 +81,17 @@ Item make_item(RawItem raw, size_t line, const ItemRules& rules);
 // input order within a length.
 std::vector<std::vector<Item>> group_by_length(std::vector<Item> items, size_t batch_size);
 
+// Items in mini-batches of `batch_size` whatever their lengths, for packed sequences: lengths ascending
+// (alike lengths share a batch), input order within a length.
+std::vector<std::vector<Item>> group_by_size(std::vector<Item> items, size_t batch_size);
+
 // Runs the model (evaluation mode) on items of one length: the batch's trace, by the exact path, or
 // by the fast path on `device` when given (its stages but the scores).
 Trace compute(const TransformerModel& model, const std::vector<Item>& items, MaskKind mask,
               DeviceModel* device = nullptr);
+// The fast path on items of any lengths packed together (device's backend packs sequences): one
+// trace per item, the item alone ([1, S, ...]: row 0 for item_arrays).
+std::vector<Trace> compute_packed(const std::vector<Item>& items, MaskKind mask, DeviceModel& device);
 
 // Which stages each record keeps.
 struct StageSelection {

@@ -42,10 +42,28 @@ struct DeviceModel::Weights {
   DeviceNorm final_norm;
 };
 
-// Activations for one batch shape, reused from layer to layer and from call to call.
+// Activations for up to `rows` rows, reused from layer to layer and from call to call (grown, never
+// shrunk, so batches of varying shapes do not allocate every call).
 struct DeviceModel::Activations {
-  size_t batch = 0, seq = 0;
+  size_t rows = 0, weights_size = 0;
   BufferPtr x, h, q, k, v, attention, projected, hidden, keep, weights;
+};
+
+// The rows an encoder pass computes and where its stages go: [batch, seq] rows into one trace, or
+// packed sequences into one trace each.
+struct DeviceModel::Layout {
+  size_t batch = 0, seq = 0;
+  std::vector<size_t> offsets;           // packed: sequence b is rows offsets[b] … offsets[b + 1]
+  Trace* trace = nullptr;                // [batch, seq]: the batch's trace, or null
+  std::vector<Trace>* traces = nullptr;  // packed: one per sequence, or null
+  size_t rows() const { return offsets.empty() ? batch * seq : offsets.back(); }
+  size_t sequence_length(size_t b) const { return offsets[b + 1] - offsets[b]; }
+  size_t weights_size(size_t heads) const {
+    if (offsets.empty()) return batch * heads * seq * seq;
+    size_t size = 0;
+    for (size_t b = 0; b < batch; ++b) size += heads * sequence_length(b) * sequence_length(b);
+    return size;
+  }
 };
 
 DeviceModel::DeviceModel(Backend& backend, const TransformerModel& model)
@@ -59,15 +77,14 @@ DeviceModel::DeviceModel(Backend& backend, const TransformerModel& model)
 
 DeviceModel::~DeviceModel() = default;
 
-void DeviceModel::ensure_activations(size_t batch, size_t seq) {
+void DeviceModel::ensure_activations(size_t rows) {
   Activations& a = *act_;
-  if (a.batch == batch && a.seq == seq) return;
-  const size_t rows = batch * seq, d = config_.d_model;
+  if (a.rows >= rows) return;
+  const size_t d = config_.d_model;
   for (BufferPtr* b : {&a.x, &a.h, &a.q, &a.k, &a.v, &a.attention, &a.projected}) *b = backend_.allocate(rows * d);
   a.hidden = backend_.allocate(rows * config_.ff_width());
   a.keep = backend_.allocate(rows);
-  a.weights.reset();  // allocated when a layer's weights are asked for
-  a.batch = batch, a.seq = seq;
+  a.rows = rows;
 }
 
 Tensor DeviceModel::pull(const Buffer& buffer, const Shape& shape) {
@@ -76,35 +93,70 @@ Tensor DeviceModel::pull(const Buffer& buffer, const Shape& shape) {
   return t;
 }
 
+// A [rows, d] stage: [B, S, d] (split into [B, H, S, D] when `heads`) for a batch, and each sequence's
+// [1, S_b, d] for packed ones.
+void DeviceModel::record_rows(const Layout& layout, const std::string& name, const Buffer& buffer, bool heads) {
+  if (!(layout.trace || layout.traces) || !wanted(name)) return;
+  const size_t d = config_.d_model;
+  auto shaped = [&](Tensor t) { return heads ? split_heads(t, config_.num_heads) : t; };
+  const Tensor all = pull(buffer, {layout.rows(), d});
+  if (layout.trace) {
+    layout.trace->record(name, shaped(reshaped(all, {layout.batch, layout.seq, d})));
+    return;
+  }
+  for (size_t b = 0; b < layout.batch; ++b) {
+    Tensor t = Tensor::from_shape({1, layout.sequence_length(b), d});
+    std::copy_n(all.data() + layout.offsets[b] * d, t.size(), t.data());
+    (*layout.traces)[b].record(name, shaped(std::move(t)));
+  }
+}
+
+// The attention weights in act_->weights: [B, H, S, S], or each sequence's [1, H, S_b, S_b].
+void DeviceModel::record_weights(const Layout& layout, const std::string& name) {
+  const size_t H = config_.num_heads;
+  const Tensor all = pull(*act_->weights, {layout.weights_size(H)});
+  if (layout.trace) {
+    layout.trace->record(name, reshaped(all, {layout.batch, H, layout.seq, layout.seq}));
+    return;
+  }
+  const float* from = all.data();
+  for (size_t b = 0; b < layout.batch; ++b) {
+    const size_t S = layout.sequence_length(b);
+    Tensor t = Tensor::from_shape({1, H, S, S});
+    std::copy_n(from, t.size(), t.data());
+    from += t.size();
+    (*layout.traces)[b].record(name, std::move(t));
+  }
+}
+
 namespace {
 
-void linear(Backend& backend, const Buffer& x, const DeviceLinear& l, Buffer& y, size_t rows) {
-  backend.matmul(x, *l.weight, y, rows, l.in, l.out, true);
-  backend.add_bias(y, *l.bias, rows, l.out);
+void linear(Backend& backend, const Buffer& x, const DeviceLinear& l, Buffer& y, size_t rows,
+            std::optional<Activation> activation = std::nullopt) {
+  backend.linear(x, *l.weight, *l.bias, y, rows, l.in, l.out, activation);
 }
 
 }  // namespace
 
 // One encoder layer on act_->x, in place; the stage names are classify()'s.
-void DeviceModel::layer_forward(size_t index, size_t batch, size_t seq, bool causal, bool masked, Trace* trace) {
+void DeviceModel::layer_forward(size_t index, const Layout& layout, bool causal, bool masked) {
   Activations& a = *act_;
   const DeviceLayer& l = weights_->layers[index];
-  const size_t rows = batch * seq, d = config_.d_model, H = config_.num_heads;
+  const size_t rows = layout.rows(), d = config_.d_model, H = config_.num_heads;
   const std::string p = "layers." + std::to_string(index) + ".";
-  auto record = [&](const std::string& name, const Buffer& b, Shape shape) {
-    if (trace && wanted(p + name)) trace->record(p + name, pull(b, shape));
-  };
-  auto record_heads = [&](const std::string& name, const Buffer& b) {
-    if (trace && wanted(p + name)) trace->record(p + name, split_heads(pull(b, {batch, seq, d}), H));
-  };
+  auto record = [&](const std::string& name, const Buffer& b) { record_rows(layout, p + name, b, false); };
+  auto record_heads = [&](const std::string& name, const Buffer& b) { record_rows(layout, p + name, b, true); };
   const std::string weights_name = p + "self_attn.attention_weights";
-  const bool keep_weights = trace && !wanted_.empty() && wanted(weights_name);
-  if (keep_weights && !a.weights) a.weights = backend_.allocate(batch * H * seq * seq);
+  const bool keep_weights = (layout.trace || layout.traces) && !wanted_.empty() && wanted(weights_name);
+  if (keep_weights && a.weights_size < layout.weights_size(H)) {
+    a.weights_size = layout.weights_size(H);
+    a.weights = backend_.allocate(a.weights_size);
+  }
   Backend& be = backend_;
   const Buffer& attn_in = config_.norm_first ? *a.h : *a.x;
   if (config_.norm_first) {
     be.layer_norm(*a.x, *l.norm1.weight, *l.norm1.bias, *a.h, rows, d, 1e-5f);
-    record("norm1", *a.h, {batch, seq, d});
+    record("norm1", *a.h);
   }
   linear(be, attn_in, l.query, *a.q, rows);
   linear(be, attn_in, l.key, *a.k, rows);
@@ -112,57 +164,64 @@ void DeviceModel::layer_forward(size_t index, size_t batch, size_t seq, bool cau
   record_heads("self_attn.query", *a.q);
   record_heads("self_attn.key", *a.k);
   record_heads("self_attn.value", *a.v);
-  AttentionShape shape{batch, H, seq, seq, config_.head_dim(), 1.0f / std::sqrt(float(config_.head_dim())), causal};
+  AttentionShape shape{layout.batch, H, layout.seq, layout.seq, config_.head_dim(),
+                       1.0f / std::sqrt(float(config_.head_dim())), causal};
+  if (!layout.offsets.empty()) shape.offsets = layout.offsets.data();
   be.attention(*a.q, *a.k, *a.v, masked ? a.keep.get() : nullptr, *a.attention, shape,
                keep_weights ? a.weights.get() : nullptr);
-  if (keep_weights) trace->record(weights_name, pull(*a.weights, {batch, H, seq, seq}));
-  record("self_attn.attention_output", *a.attention, {batch, seq, d});
+  if (keep_weights) record_weights(layout, weights_name);
+  record("self_attn.attention_output", *a.attention);
   linear(be, *a.attention, l.output, *a.projected, rows);
-  record("self_attn.output", *a.projected, {batch, seq, d});
+  record("self_attn.output", *a.projected);
   if (config_.norm_first) {
     be.add(*a.x, *a.projected, *a.x, rows * d);
     be.layer_norm(*a.x, *l.norm2.weight, *l.norm2.bias, *a.h, rows, d, 1e-5f);
-    record("norm2", *a.h, {batch, seq, d});
+    record("norm2", *a.h);
   } else {
     be.add(*a.x, *a.projected, *a.h, rows * d);
     be.layer_norm(*a.h, *l.norm1.weight, *l.norm1.bias, *a.x, rows, d, 1e-5f);
-    record("norm1", *a.x, {batch, seq, d});
+    record("norm1", *a.x);
   }
   const Buffer& ffn_in = config_.norm_first ? *a.h : *a.x;
-  linear(be, ffn_in, l.linear1, *a.hidden, rows);
-  be.activation(*a.hidden, rows * config_.ff_width(), config_.activation);
+  linear(be, ffn_in, l.linear1, *a.hidden, rows, config_.activation);
   linear(be, *a.hidden, l.linear2, *a.projected, rows);
-  record("ffn.output", *a.projected, {batch, seq, d});
+  record("ffn.output", *a.projected);
   if (config_.norm_first) {
     be.add(*a.x, *a.projected, *a.x, rows * d);
   } else {
     be.add(*a.x, *a.projected, *a.h, rows * d);
     be.layer_norm(*a.h, *l.norm2.weight, *l.norm2.bias, *a.x, rows, d, 1e-5f);
-    record("norm2", *a.x, {batch, seq, d});
+    record("norm2", *a.x);
   }
-  record("output", *a.x, {batch, seq, d});
+  record("output", *a.x);
 }
 
 bool DeviceModel::wanted(const std::string& stage) const {
   return wanted_.empty() || std::find(wanted_.begin(), wanted_.end(), stage) != wanted_.end();
 }
 
-Tensor DeviceModel::encode(const Tensor& x, const uint8_t* key_keep, bool causal, Trace* trace) {
-  const size_t batch = x.shape(0), seq = x.shape(1), d = config_.d_model;
-  if (x.dimension() != 3 || x.shape(2) != d) throw InputError("the encoder takes [batch, seq, d_model] vectors");
-  ensure_activations(batch, seq);
+// The encoder stack (and final norm) on x [rows, d]; key_keep [rows] or null. The output [rows, d].
+Tensor DeviceModel::run_encoder(const Layout& layout, const float* x, const uint8_t* key_keep, bool causal) {
+  const size_t rows = layout.rows(), d = config_.d_model;
+  ensure_activations(rows);
   Activations& a = *act_;
-  backend_.upload(*a.x, x.data(), x.size());
+  backend_.upload(*a.x, x, rows * d);
   if (key_keep) {
-    std::vector<float> keep(key_keep, key_keep + batch * seq);
+    std::vector<float> keep(key_keep, key_keep + rows);
     backend_.upload(*a.keep, keep.data(), keep.size());
   }
-  for (size_t i = 0; i < weights_->layers.size(); ++i) layer_forward(i, batch, seq, causal, key_keep != nullptr, trace);
-  if (config_.final_norm) {
-    backend_.layer_norm(*a.x, *weights_->final_norm.weight, *weights_->final_norm.bias, *a.h, batch * seq, d, 1e-5f);
-    return pull(*a.h, {batch, seq, d});
-  }
-  return pull(*a.x, {batch, seq, d});
+  for (size_t i = 0; i < weights_->layers.size(); ++i) layer_forward(i, layout, causal, key_keep != nullptr);
+  if (!config_.final_norm) return pull(*a.x, {rows, d});
+  backend_.layer_norm(*a.x, *weights_->final_norm.weight, *weights_->final_norm.bias, *a.h, rows, d, 1e-5f);
+  return pull(*a.h, {rows, d});
+}
+
+Tensor DeviceModel::encode(const Tensor& x, const uint8_t* key_keep, bool causal, Trace* trace) {
+  const size_t d = config_.d_model;
+  if (x.dimension() != 3 || x.shape(2) != d) throw InputError("the encoder takes [batch, seq, d_model] vectors");
+  Layout layout;
+  layout.batch = x.shape(0), layout.seq = x.shape(1), layout.trace = trace;
+  return reshaped(run_encoder(layout, x.data(), key_keep, causal), {layout.batch, layout.seq, d});
 }
 
 Tensor DeviceModel::classify(const std::vector<int64_t>& ids, size_t batch, size_t seq, MaskKind mask,
@@ -175,6 +234,31 @@ Tensor DeviceModel::classify(const std::vector<int64_t>& ids, size_t batch, size
   const bool padding = masks_padding(mask), causal = masks_future(mask);
   classifier_output(model_, encode(x, padding ? keep.data() : nullptr, causal, trace), t);
   return t.stages().back().value;
+}
+
+std::vector<Trace> DeviceModel::classify_packed(const std::vector<std::vector<int64_t>>& sequences, MaskKind mask) {
+  if (!backend_.packs_sequences())
+    throw std::logic_error("DeviceModel::classify_packed: the " + backend_.name() + " backend does not pack");
+  const size_t d = config_.d_model;
+  std::vector<Trace> traces(sequences.size());
+  Layout layout;
+  layout.batch = sequences.size(), layout.traces = &traces;
+  layout.offsets.push_back(0);
+  for (const auto& ids : sequences) layout.offsets.push_back(layout.offsets.back() + ids.size());
+  std::vector<float> x(layout.rows() * d);
+  std::vector<uint8_t> keep;
+  for (size_t b = 0; b < sequences.size(); ++b) {
+    const Tensor embedded = classifier_input(model_, sequences[b], 1, sequences[b].size(), nullptr, traces[b]);
+    std::copy_n(embedded.data(), embedded.size(), x.data() + layout.offsets[b] * d);
+    for (int64_t id : sequences[b]) keep.push_back(id != 0);
+  }
+  const Tensor encoded = run_encoder(layout, x.data(), masks_padding(mask) ? keep.data() : nullptr, masks_future(mask));
+  for (size_t b = 0; b < sequences.size(); ++b) {
+    Tensor item = Tensor::from_shape({1, layout.sequence_length(b), d});
+    std::copy_n(encoded.data() + layout.offsets[b] * d, item.size(), item.data());
+    classifier_output(model_, item, traces[b]);
+  }
+  return traces;
 }
 
 }  // namespace attn

@@ -19,6 +19,10 @@ class DeviceModel {
   // trace: the stages classify() records, except the attention scores and weights (never stored).
   Tensor classify(const std::vector<int64_t>& ids, size_t batch, size_t seq, MaskKind mask,
                   Trace* trace = nullptr);
+  // Sequences of any lengths in one pass and unpadded: the Linear layers, LayerNorm and the rest take
+  // the rows of every sequence together, attention stays within each sequence (backend() must
+  // packs_sequences()). One trace per sequence: what classify() records for it alone ([1, S, ...]).
+  std::vector<Trace> classify_packed(const std::vector<std::vector<int64_t>>& sequences, MaskKind mask);
   // Records only these stages (classify's names); "layers.{i}.self_attn.attention_weights" among them
   // makes that layer materialise its weights. Empty (the default): every stage but scores and weights.
   void record_only(std::vector<std::string> stage_names) { wanted_ = std::move(stage_names); }
@@ -29,9 +33,13 @@ class DeviceModel {
  private:
   struct Weights;
   struct Activations;
-  void layer_forward(size_t index, size_t batch, size_t seq, bool causal, bool masked, Trace* trace);
-  void ensure_activations(size_t batch, size_t seq);
+  struct Layout;
+  Tensor run_encoder(const Layout& layout, const float* x, const uint8_t* key_keep, bool causal);
+  void layer_forward(size_t index, const Layout& layout, bool causal, bool masked);
+  void ensure_activations(size_t rows);
   bool wanted(const std::string& stage) const;
+  void record_rows(const Layout& layout, const std::string& name, const Buffer& buffer, bool heads);
+  void record_weights(const Layout& layout, const std::string& name);
   Tensor pull(const Buffer& buffer, const Shape& shape);
 
   Backend& backend_;

@@ -59,7 +59,7 @@ void gemm(const Gemm& g, ThreadPool* pool) {
 double fma_peak_flops(size_t iterations) { return active()->fma_peak(iterations); }
 
 void flash_attention(const FlashAttention& f, ThreadPool* pool) {
-  if (f.causal && f.seq_q != f.seq_k) throw InputError("a causal mask needs as many queries as keys");
+  if (f.causal && !f.offsets && f.seq_q != f.seq_k) throw InputError("a causal mask needs as many queries as keys");
   active()->flash_attention(f, pool);
 }
 
@@ -71,34 +71,38 @@ void gemm(const Gemm& g) {
       double acc = g.accumulate ? g.c[i * g.ldc + j] : 0.0;
       for (size_t p = 0; p < g.k; ++p)
         acc += double(g.a[i * g.lda + p]) * double(g.b_transposed ? g.b[j * g.ldb + p] : g.b[p * g.ldb + j]);
-      g.c[i * g.ldc + j] = float(acc);
+      float c = float(acc);
+      if (g.bias) c += g.bias[j];
+      g.c[i * g.ldc + j] = g.relu ? std::max(c, 0.0f) : c;
     }
 }
 
 void flash_attention(const FlashAttention& f) {
   const size_t D = f.head_dim, stride = f.heads * D;
-  std::vector<double> w(f.seq_k);
-  for (size_t b = 0; b < f.batch; ++b)
+  for (size_t b = 0; b < f.batch; ++b) {
+    const SequenceSpan s = sequence_span(f, b);
+    std::vector<double> w(s.seq_k);
     for (size_t h = 0; h < f.heads; ++h)
-      for (size_t i = 0; i < f.seq_q; ++i) {
-        const float* q = f.q + (b * f.seq_q + i) * stride + h * D;
+      for (size_t i = 0; i < s.seq_q; ++i) {
+        const float* q = f.q + (s.q_row + i) * stride + h * D;
         double max = -INFINITY, sum = 0.0;
-        for (size_t j = 0; j < f.seq_k; ++j) {
-          const float* k = f.k + (b * f.seq_k + j) * stride + h * D;
+        for (size_t j = 0; j < s.seq_k; ++j) {
+          const float* k = f.k + (s.k_row + j) * stride + h * D;
           double dot = 0.0;
           for (size_t d = 0; d < D; ++d) dot += double(q[d]) * double(k[d]);
-          const bool keep = (!f.key_keep || f.key_keep[b * f.seq_k + j]) && (!f.causal || j <= i);
+          const bool keep = (!f.key_keep || f.key_keep[s.k_row + j]) && (!f.causal || j <= i);
           w[j] = keep ? dot * double(f.scale) : -1e9;
           max = std::max(max, w[j]);
         }
         for (double& x : w) sum += x = std::exp(x - max);
-        float* out = f.out + (b * f.seq_q + i) * stride + h * D;
+        float* out = f.out + (s.q_row + i) * stride + h * D;
         for (size_t d = 0; d < D; ++d) {
           double acc = 0.0;
-          for (size_t j = 0; j < f.seq_k; ++j) acc += w[j] * double(f.v[(b * f.seq_k + j) * stride + h * D + d]);
+          for (size_t j = 0; j < s.seq_k; ++j) acc += w[j] * double(f.v[(s.k_row + j) * stride + h * D + d]);
           out[d] = float(acc / sum);
         }
       }
+  }
 }
 
 }  // namespace reference

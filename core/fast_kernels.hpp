@@ -48,6 +48,10 @@ struct Gemm {
   size_t ldc = 0;
   bool accumulate = false;
   Rounding rounding = Rounding::fused;
+  // Then, as separate steps after the sum: C[i, j] += bias[j] (when non-null), and C = max(C, 0) when
+  // relu; the bits of add_bias and a ReLU pass after the product, without their trips through memory.
+  const float* bias = nullptr;
+  bool relu = false;
 };
 void gemm(const Gemm& g, ThreadPool* pool = nullptr);
 
@@ -68,8 +72,21 @@ struct FlashAttention {
   size_t batch = 1, heads = 1, seq_q = 1, seq_k = 1, head_dim = 1;
   float scale = 1.0f;
   bool causal = false;
+  // Packed sequences of any lengths (self-attention): sequence b is rows offsets[b] … offsets[b + 1] of
+  // q, k, v, out and key_keep (batch + 1 entries); seq_q and seq_k are then unused. Null: [B, S] rows.
+  const size_t* offsets = nullptr;
 };
 void flash_attention(const FlashAttention& f, ThreadPool* pool = nullptr);
+
+// Sequence b's first row and length among the queries (q, out) and among the keys (k, v, key_keep).
+struct SequenceSpan {
+  size_t q_row, seq_q, k_row, seq_k;
+};
+inline SequenceSpan sequence_span(const FlashAttention& f, size_t b) {
+  if (!f.offsets) return {b * f.seq_q, f.seq_q, b * f.seq_k, f.seq_k};
+  const size_t row = f.offsets[b], length = f.offsets[b + 1] - row;
+  return {row, length, row, length};
+}
 
 // One core's floating-point operations per second running `iterations` rounds of independent fused
 // multiply-adds on the active instruction set (the machine's peak, measured).

@@ -84,9 +84,15 @@ struct Kernels {
 
   // --- the register tile ---
 
-  // C[MR, NR] (row stride ldc) = (load_c ? C : 0) + Σ_kk a[kk] ⊗ b[kk], k in order.
+  // What a product's last k slice does to each sum before storing it: + bias[column], then max(·, 0).
+  struct Epilogue {
+    const float* bias = nullptr;  // the tile's first column's (NR readable values), or null
+    bool relu = false;
+  };
+
+  // C[MR, NR] (row stride ldc) = (load_c ? C : 0) + Σ_kk a[kk] ⊗ b[kk], k in order, then the epilogue.
   template <bool Fused>
-  static void tile(size_t kc, const float* ap, const float* bp, float* c, size_t ldc, bool load_c) {
+  static void tile(size_t kc, const float* ap, const float* bp, float* c, size_t ldc, bool load_c, Epilogue e) {
     batch acc[MR][2];
     // Fused: C is added after the k loop, so its rows (often far in memory) arrive while the tile
     // computes. Exact: C must be the first term of every sum.
@@ -120,37 +126,50 @@ struct Kernels {
       acc[r][0] += batch::load_unaligned(c + r * ldc);
       acc[r][1] += batch::load_unaligned(c + r * ldc + L);
     }
+    const batch bias0 = e.bias ? batch::load_unaligned(e.bias) : batch(0.0f);
+    const batch bias1 = e.bias ? batch::load_unaligned(e.bias + L) : batch(0.0f);
 #pragma GCC unroll 16
     for (size_t r = 0; r < MR; ++r) {
-      acc[r][0].store_unaligned(c + r * ldc);
-      acc[r][1].store_unaligned(c + r * ldc + L);
+      finish(acc[r][0], bias0, e).store_unaligned(c + r * ldc);
+      finish(acc[r][1], bias1, e).store_unaligned(c + r * ldc + L);
     }
+  }
+
+  // A finished sum through the epilogue: the bias added as a separate step (as add_bias would), and
+  // ReLU as std::max(x, 0.0f) (−0 and NaN kept).
+  static batch finish(batch x, batch bias, Epilogue e) {
+    if (e.bias) x += bias;
+    return e.relu ? xsimd::select(x < batch(0.0f), batch(0.0f), x) : x;
   }
 
   // A partial tile (at the edges of C) goes through a full one on the stack.
   template <bool Fused>
   static void edge_tile(size_t kc, const float* ap, const float* bp, float* c, size_t ldc, size_t rows, size_t cols,
-                        bool load_c) {
+                        bool load_c, Epilogue e) {
     alignas(64) float t[MR * NR];
+    alignas(64) float bias[NR] = {};
     if (load_c)
       for (size_t r = 0; r < rows; ++r) std::copy_n(c + r * ldc, cols, t + r * NR);
-    tile<Fused>(kc, ap, bp, t, NR, load_c);
+    if (e.bias) e.bias = std::copy_n(e.bias, cols, bias) - cols;
+    tile<Fused>(kc, ap, bp, t, NR, load_c, e);
     for (size_t r = 0; r < rows; ++r) std::copy_n(t + r * NR, cols, c + r * ldc);
   }
 
-  // C[rows, cols] from packed A panels and packed B panels (panel q at bp + q·b_panel_stride).
+  // C[rows, cols] from packed A panels and packed B panels (panel q at bp + q·b_panel_stride); the
+  // epilogue's bias is column 0's.
   template <bool Fused>
   static void macro(size_t rows, size_t cols, size_t kc, const float* ap, const float* bp, size_t b_panel_stride,
-                    float* c, size_t ldc, bool load_c) {
+                    float* c, size_t ldc, bool load_c, Epilogue e = {}) {
     for (size_t j = 0; j < cols; j += NR, bp += b_panel_stride) {
       const size_t nc = std::min(NR, cols - j);
+      const Epilogue ej{e.bias ? e.bias + j : nullptr, e.relu};
       for (size_t i = 0; i < rows; i += MR) {
         const size_t mc = std::min(MR, rows - i);
         float* ct = c + i * ldc + j;
         if (mc == MR && nc == NR)
-          tile<Fused>(kc, ap + i * kc, bp, ct, ldc, load_c);
+          tile<Fused>(kc, ap + i * kc, bp, ct, ldc, load_c, ej);
         else
-          edge_tile<Fused>(kc, ap + i * kc, bp, ct, ldc, mc, nc, load_c);
+          edge_tile<Fused>(kc, ap + i * kc, bp, ct, ldc, mc, nc, load_c, ej);
       }
     }
   }
@@ -194,7 +213,9 @@ struct Kernels {
           float* ap = scratch(a_buffer, ceil_div(rows, MR) * MR * kc);
           pack_a(g.a + i0 * g.lda + pc, g.lda, rows, kc, 1.0f, ap);
           float* c = g.c + i0 * g.ldc + jc + q0 * NR;
-          macro<Fused>(rows, cols, kc, ap, bp + q0 * b_stride, b_stride, c, g.ldc, load_c);
+          const bool last = pc + kc == g.k;
+          const Epilogue e{last && g.bias ? g.bias + jc + q0 * NR : nullptr, last && g.relu};
+          macro<Fused>(rows, cols, kc, ap, bp + q0 * b_stride, b_stride, c, g.ldc, load_c, e);
         });
       }
     }
@@ -206,14 +227,19 @@ struct Kernels {
     return g.b_transposed ? g.b[j * g.ldb + kk] : g.b[kk * g.ldb + j];
   }
 
-  // Vectors across the columns of op(B), copied once into a zero-padded [k, n] block; k in order with
-  // two roundings per step: exact, and right for either rounding. Lanes are independent chains, so
+  // Vectors across the columns of op(B), copied once into a zero-padded [k, n] block, each element's
+  // sum made as the blocked product makes it for the same rounding. Lanes are independent chains, so
   // tiny products are not bound by the latency of one running sum.
+  template <bool Fused>
   static void gemm_small(const Gemm& g) {
     thread_local AlignedFloats buffer;
     const size_t np = ceil_div(g.n, L) * L;
-    float* bt = scratch(buffer, (g.k + 1) * np);
+    float* bt = scratch(buffer, (g.k + 2) * np);
     float* row = bt + g.k * np;
+    float* bias = row + np;  // zero-padded
+    std::fill_n(bias, np, 0.0f);
+    if (g.bias) std::copy_n(g.bias, g.n, bias);
+    const Epilogue e{g.bias ? bias : nullptr, g.relu};
     for (size_t kk = 0; kk < g.k; ++kk) {
       for (size_t j = 0; j < g.n; ++j) bt[kk * np + j] = b_at(g, kk, j);
       std::fill(bt + kk * np + g.n, bt + (kk + 1) * np, 0.0f);
@@ -222,11 +248,18 @@ struct Kernels {
       const float* a = g.a + i * g.lda;
       float* c = g.c + i * g.ldc;
       if (g.accumulate) std::copy_n(c, g.n, row);
-      for (size_t j = 0; j < np; j += L) {
-        batch acc = g.accumulate ? batch::load_aligned(row + j) : batch(0.0f);
-        for (size_t kk = 0; kk < g.k; ++kk) acc = acc + batch(a[kk]) * batch::load_aligned(bt + kk * np + j);
-        acc.store_aligned(row + j);
-      }
+      for (size_t j = 0; j < np; j += L)
+        for (size_t pc = 0; pc < g.k; pc += KC) {  // the blocked product's sums, so a row's bits do not
+          const bool load_c = g.accumulate || pc > 0;  // depend on how many rows share its product
+          batch acc = load_c && !Fused ? batch::load_aligned(row + j) : batch(0.0f);
+          for (size_t kk = pc; kk < std::min(g.k, pc + KC); ++kk) {
+            const batch b = batch::load_aligned(bt + kk * np + j);
+            acc = Fused ? xsimd::fma(batch(a[kk]), b, acc) : acc + batch(a[kk]) * b;
+          }
+          if (load_c && Fused) acc += batch::load_aligned(row + j);
+          if (pc + KC >= g.k) acc = finish(acc, batch::load_aligned(bias + j), e);
+          acc.store_aligned(row + j);
+        }
       std::copy_n(row, g.n, c);
     }
   }
@@ -262,12 +295,19 @@ struct Kernels {
 
   static void gemm(const Gemm& g, ThreadPool* pool) {
     if (g.m == 0 || g.n == 0) return;
-    if (g.k == 0) {  // an empty sum
-      for (size_t i = 0; i < g.m && !g.accumulate; ++i) std::fill_n(g.c + i * g.ldc, g.n, 0.0f);
+    if (g.k == 0) {  // an empty sum, then the epilogue
+      for (size_t i = 0; i < g.m; ++i)
+        for (size_t j = 0; j < g.n; ++j) {
+          float& c = g.c[i * g.ldc + j];
+          if (!g.accumulate) c = 0.0f;
+          if (g.bias) c += g.bias[j];
+          if (g.relu) c = std::max(c, 0.0f);
+        }
       return;
     }
-    if (small_product(g.m, g.n, g.k)) return gemm_small(g);
-    if (g.rounding == Rounding::fused)
+    const bool fused = g.rounding == Rounding::fused;
+    if (small_product(g.m, g.n, g.k)) return fused ? gemm_small<true>(g) : gemm_small<false>(g);
+    if (fused)
       gemm_blocked<true>(g, pool);
     else
       gemm_blocked<false>(g, pool);
@@ -305,9 +345,10 @@ struct Kernels {
   // One (batch, head, query range): K and V packed once, then query blocks stream over key blocks.
   static void flash_item(const FlashAttention& f, size_t b, size_t h, size_t q_begin, size_t q_end) {
     thread_local FlashScratch s;
-    const size_t D = f.head_dim, stride = f.heads * D, Sk = f.seq_k;
-    const float* kh = f.k + b * Sk * stride + h * D;
-    const float* vh = f.v + b * Sk * stride + h * D;
+    const SequenceSpan span = sequence_span(f, b);
+    const size_t D = f.head_dim, stride = f.heads * D, Sk = span.seq_k;
+    const float* kh = f.k + span.k_row * stride + h * D;
+    const float* vh = f.v + span.k_row * stride + h * D;
     const size_t key_panels = ceil_div(Sk, NR), d_panels = ceil_div(D, NR);
     float* kp = scratch(s.k, key_panels * D * NR);  // Kᵀ[D, Sk] as NR-key panels
     for (size_t q = 0; q < key_panels; ++q)
@@ -317,15 +358,15 @@ struct Kernels {
     for (size_t q = 0; q < d_panels; ++q)
       pack_b_panel(vh + q * NR, stride, false, Sk, std::min(NR, D - q * NR), vp + q * sk_pad * NR);
     for (size_t i0 = q_begin; i0 < q_end; i0 += BR)
-      flash_block(f, b, h, i0, std::min(BR, q_end - i0), kp, vp, sk_pad, s);
+      flash_block(f, span, h, i0, std::min(BR, q_end - i0), kp, vp, sk_pad, s);
   }
 
-  static void flash_block(const FlashAttention& f, size_t b, size_t h, size_t i0, size_t br, const float* kp,
-                          const float* vp, size_t sk_pad, FlashScratch& s) {
-    const size_t D = f.head_dim, stride = f.heads * D, Sk = f.seq_k;
+  static void flash_block(const FlashAttention& f, const SequenceSpan& span, size_t h, size_t i0, size_t br,
+                          const float* kp, const float* vp, size_t sk_pad, FlashScratch& s) {
+    const size_t D = f.head_dim, stride = f.heads * D, Sk = span.seq_k;
     const size_t br_pad = ceil_div(br, MR) * MR;
     float* qp = scratch(s.q, br_pad * D);
-    pack_a(f.q + (b * f.seq_q + i0) * stride + h * D, stride, br, D, f.scale, qp);
+    pack_a(f.q + (span.q_row + i0) * stride + h * D, stride, br, D, f.scale, qp);
     float* o = scratch(s.o, br * D);
     std::fill_n(o, br * D, 0.0f);
     float* m = scratch(s.row, 2 * br);
@@ -335,7 +376,7 @@ struct Kernels {
     const size_t key_end = f.causal ? std::min(Sk, i0 + br) : Sk;  // later keys are masked for every row
     float* sc = scratch(s.s, br * BC);
     float* pp = scratch(s.p, br_pad * BC);
-    const uint8_t* keep = f.key_keep ? f.key_keep + b * Sk : nullptr;
+    const uint8_t* keep = f.key_keep ? f.key_keep + span.k_row : nullptr;
     for (size_t k0 = 0; k0 < key_end; k0 += BC) {
       const size_t kb = std::min(BC, key_end - k0);
       if (keep && std::find(keep + k0, keep + k0 + kb, uint8_t(1)) == keep + k0 + kb) continue;
@@ -345,7 +386,7 @@ struct Kernels {
       pack_a(sc, BC, br, kb, 1.0f, pp);
       macro<true>(br, D, kb, pp, vp + k0 * NR, sk_pad * NR, o, D, true);
     }
-    write_rows(f, b, h, i0, br, o, l);
+    write_rows(f, span, h, i0, br, o, l);
   }
 
   static void mask_scores(const FlashAttention& f, const uint8_t* keep, size_t i0, size_t br, size_t k0, size_t kb,
@@ -396,31 +437,35 @@ struct Kernels {
   }
 
   // out = o / l; a row that had no key to attend to is the mean of all values (−1e9 masking).
-  static void write_rows(const FlashAttention& f, size_t b, size_t h, size_t i0, size_t br, const float* o,
-                         const float* l) {
+  static void write_rows(const FlashAttention& f, const SequenceSpan& span, size_t h, size_t i0, size_t br,
+                         const float* o, const float* l) {
     const size_t D = f.head_dim, stride = f.heads * D;
     for (size_t r = 0; r < br; ++r) {
-      float* out = f.out + (b * f.seq_q + i0 + r) * stride + h * D;
+      float* out = f.out + (span.q_row + i0 + r) * stride + h * D;
       if (l[r] > 0.0f) {
         const float inv = 1.0f / l[r];
         for (size_t d = 0; d < D; ++d) out[d] = o[r * D + d] * inv;
         continue;
       }
       std::fill_n(out, D, 0.0f);
-      for (size_t j = 0; j < f.seq_k; ++j)
-        for (size_t d = 0; d < D; ++d) out[d] += f.v[(b * f.seq_k + j) * stride + h * D + d];
-      for (size_t d = 0; d < D; ++d) out[d] /= float(f.seq_k);
+      for (size_t j = 0; j < span.seq_k; ++j)
+        for (size_t d = 0; d < D; ++d) out[d] += f.v[(span.k_row + j) * stride + h * D + d];
+      for (size_t d = 0; d < D; ++d) out[d] /= float(span.seq_k);
     }
   }
 
   static void flash_attention(const FlashAttention& f, ThreadPool* pool) {
     const size_t heads = f.batch * f.heads, threads = pool ? pool->size() : 1;
+    size_t longest = 0;
+    for (size_t b = 0; b < f.batch; ++b) longest = std::max(longest, sequence_span(f, b).seq_q);
+    if (longest == 0) return;
     // Split each head's queries when there are fewer heads than twice the threads.
-    const size_t chunks = std::min(ceil_div(f.seq_q, BR), heads >= 2 * threads ? 1 : ceil_div(2 * threads, heads));
-    const size_t chunk_rows = ceil_div(ceil_div(f.seq_q, chunks), BR) * BR;
+    const size_t chunks = std::min(ceil_div(longest, BR), heads >= 2 * threads ? 1 : ceil_div(2 * threads, heads));
+    const size_t chunk_rows = ceil_div(ceil_div(longest, chunks), BR) * BR;
     run(pool, heads * chunks, [&](size_t item) {
       const size_t bh = item / chunks, q0 = (item % chunks) * chunk_rows;
-      if (q0 < f.seq_q) flash_item(f, bh / f.heads, bh % f.heads, q0, std::min(f.seq_q, q0 + chunk_rows));
+      const size_t sq = sequence_span(f, bh / f.heads).seq_q;
+      if (q0 < sq) flash_item(f, bh / f.heads, bh % f.heads, q0, std::min(sq, q0 + chunk_rows));
     });
   }
 

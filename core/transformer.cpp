@@ -127,11 +127,6 @@ LayerNorm make_layer_norm(size_t d) {
   return {xt::ones<float>({d}), xt::zeros<float>({d})};
 }
 
-Tensor reshaped(Tensor t, const Shape& shape) {
-  t.reshape(shape);
-  return t;
-}
-
 void xavier(TorchGenerator& g, Tensor& w) { xavier_uniform_(g, w.data(), w.shape(0), w.shape(1)); }
 
 Tensor rows(const Tensor& t, size_t begin, size_t count) {
@@ -169,6 +164,11 @@ void init_torch_attention(EncoderLayer& l, size_t d, TorchGenerator& gen) {
 }
 
 }  // namespace
+
+Tensor reshaped(Tensor t, const Shape& shape) {
+  t.reshape(shape);
+  return t;
+}
 
 void init_attention(EncoderLayer& layer, size_t d_model, TorchGenerator& gen) {
   layer.query = make_linear(gen, d_model, d_model);

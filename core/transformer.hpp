@@ -102,6 +102,7 @@ Tensor classifier_input(const TransformerModel& model, const std::vector<int64_t
                         TorchGenerator* dropout, Trace& t);
 // classify's last stages from the encoder output [B, S, d]: encoder_output, pooled, logits.
 void classifier_output(const TransformerModel& model, const Tensor& encoder_output, Trace& t);
+Tensor reshaped(Tensor t, const Shape& shape);  // the same values in another shape of the same size
 // [B, S, H·dk] → [B, H, S, dk] (view + transpose(1, 2) + contiguous): the traced form of q, k, v.
 Tensor split_heads(const Tensor& x, size_t heads);
 

@@ -126,6 +126,24 @@ void check_matmul(Checker& checker) {
     }
 }
 
+// A Linear layer, as a backend may fuse it: x · weightᵀ + bias, then the activation.
+void check_linear(Checker& checker) {
+  const std::vector<std::array<size_t, 3>> shapes{{1, 1, 1}, {17, 33, 5}, {65, 129, 64}, {300, 512, 100}};
+  for (std::optional<Activation> activation : {std::optional<Activation>(), std::optional(Activation::relu),
+                                               std::optional(Activation::gelu)})
+    for (const auto& shape : shapes) {
+      const size_t rows = shape[0], in = shape[1], out = shape[2];
+      const std::string kind = !activation ? "" : *activation == Activation::relu ? " relu" : " gelu";
+      checker.check({"linear " + dims({rows, in, out}, "rio") + kind,
+                     {checker.random(rows * in, -1, 1), checker.random(out * in, -1, 1), checker.random(out, -1, 1),
+                      Checker::unwritten(rows * out)},
+                     [=](Backend& b, std::vector<BufferPtr>& x) {
+                       b.linear(*x[0], *x[1], *x[2], *x[3], rows, in, out, activation);
+                     },
+                     {{3, kMatmulBound, ""}}});
+    }
+}
+
 void check_elementwise(Checker& checker) {
   std::vector<std::array<size_t, 2>> shapes{{1, 1}, {17, 3}, {3, 1000}, {1000, 17}};
   if (!checker.quick) shapes.push_back({17000, 1001});  // 17M elements: more than one grid's worth
@@ -297,6 +315,7 @@ int run(const Options& options) {
   Checker checker(*tested, *reference, uint32_t(options.seed));
   checker.quick = options.quick;
   check_matmul(checker);
+  check_linear(checker);
   check_elementwise(checker);
   check_rows(checker);
   check_attention(checker);

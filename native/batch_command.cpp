@@ -320,7 +320,7 @@ class Pool {
         items = std::move(jobs_.front());
         jobs_.pop_front();
       }
-      std::vector<Result> results;
+      std::vector<std::pair<size_t, Result>> results;  // by line
       std::exception_ptr failure;
       try {
         if (!job_.backend.empty() && !device) {
@@ -329,15 +329,23 @@ class Pool {
           device = std::make_unique<DeviceModel>(*backend, job_.model);
           device->record_only(job_.selection.names);
         }
-        const Trace trace = batch::compute(job_.model, items, job_.mask, device.get());
-        for (size_t row = 0; row < items.size(); ++row) {
-          batch::ItemArrays arrays = batch::item_arrays(items[row], trace, row, job_.selection);
+        auto add = [&](const Item& item, const Trace& trace, size_t row) {
+          batch::ItemArrays arrays = batch::item_arrays(item, trace, row, job_.selection);
           Result r;
           if (job_.arrays)
             r.arrays = std::move(arrays);
           else
             r.record = batch::item_record(arrays, job_.selection);
-          results.push_back(std::move(r));
+          results.emplace_back(item.line, std::move(r));
+        };
+        if (device && device->backend().packs_sequences()) {
+          const std::vector<Trace> traces = batch::compute_packed(items, job_.mask, *device);
+          for (size_t i = 0; i < items.size(); ++i) add(items[i], traces[i], 0);
+        } else {  // items of one length per computation (dispatch mixes lengths on the fast path)
+          for (const auto& group : batch::group_by_length(std::move(items), SIZE_MAX)) {
+            const Trace trace = batch::compute(job_.model, group, job_.mask, device.get());
+            for (size_t row = 0; row < group.size(); ++row) add(group[row], trace, row);
+          }
         }
       } catch (...) {
         failure = std::current_exception();
@@ -345,7 +353,7 @@ class Pool {
       {
         std::lock_guard<std::mutex> lock(mutex_);
         if (failure && !failure_) failure_ = failure;
-        for (size_t row = 0; row < results.size(); ++row) results_[items[row].line] = std::move(results[row]);
+        for (auto& [line, result] : results) results_[line] = std::move(result);
       }
       results_ready_.notify_all();
     }
@@ -468,7 +476,10 @@ class Run {
   }
 
   void dispatch() {
-    for (auto& items : batch::group_by_length(std::move(pending_), batch_size_)) pool_->submit(std::move(items));
+    // The fast path packs items of any lengths where its backend can (the worker splits them otherwise).
+    auto batches = job_.backend.empty() ? batch::group_by_length(std::move(pending_), batch_size_)
+                                        : batch::group_by_size(std::move(pending_), batch_size_);
+    for (auto& items : batches) pool_->submit(std::move(items));
     pending_.clear();
   }
 

@@ -149,8 +149,11 @@ void bench_mha(Context& c) {
   const std::vector<std::pair<size_t, size_t>> shapes =
       c.options.quick ? std::vector<std::pair<size_t, size_t>>{{2, 64}} : std::vector<std::pair<size_t, size_t>>{{8, 128}, {1, 2048}};
   Backend& be = c.backend;
-  std::vector<BufferPtr> w;  // nn.Linear's [out, in]
-  for (uint32_t i = 0; i < 4; ++i) w.push_back(be.upload_weight(random_floats(d * d, 10 + i, 0.04f).data(), d, d, true));
+  std::vector<BufferPtr> w, bias;  // nn.Linear's [out, in] and [out]
+  for (uint32_t i = 0; i < 4; ++i) {
+    w.push_back(be.upload_weight(random_floats(d * d, 10 + i, 0.04f).data(), d, d, true));
+    bias.push_back(DeviceTensor(be, random_floats(d, 20 + i, 0.04f)).buffer);
+  }
   for (auto [B, S] : shapes) {
     const size_t rows = B * S;
     DeviceTensor x(be, random_floats(rows * d, 4));
@@ -159,9 +162,9 @@ void bench_mha(Context& c) {
     const AttentionShape shape{B, heads, S, S, d / heads, 1.0f / 8.0f, false};
     const Timing t = measure(
         [&] {
-          for (size_t i = 0; i < 3; ++i) be.matmul(*x.buffer, *w[i], *buf[i], rows, d, d, true);
+          for (size_t i = 0; i < 3; ++i) be.linear(*x.buffer, *w[i], *bias[i], *buf[i], rows, d, d);
           be.attention(*buf[0], *buf[1], *buf[2], nullptr, *buf[3], shape, nullptr);
-          be.matmul(*buf[3], *w[3], *buf[4], rows, d, d, true);
+          be.linear(*buf[3], *w[3], *bias[3], *buf[4], rows, d, d);
           be.synchronize();
         },
         c.budget);

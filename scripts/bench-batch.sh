@@ -1,8 +1,10 @@
 #!/bin/sh
 # Throughput of `attn batch` against a PyTorch loop doing the same job (Debian's python3-torch):
 # the second tutorial's classifier (vocab 10000, d_model 128, 8 heads, 4 layers) and the d_model 512 /
-# 6-layer encoder, over sentences of 4-32 words, batch size 32 (PyTorch gets the same equal-length
-# batches, eval mode, inference_mode, and as many intra-op threads as attn gets threads, with its best
+# 6-layer encoder, over sentences of 4-32 words, batch size 32 (attn's fast path packs 32 items of any
+# lengths; PyTorch, which has no unpadded mixed-length batch for this model, gets the same 256-line
+# windows in equal-length batches of up to 32: the same numbers, nothing padded; eval mode,
+# inference_mode, and as many intra-op threads as attn gets threads, with its best
 # settings as in `attn bench --torch`: OpenBLAS from .deps/openblas, OPENBLAS_CORETYPE/L2_SIZE unset,
 # its pool limited by threadpoolctl, OMP_WAIT_POLICY=PASSIVE at 2 threads). attn runs the fast path
 # (--backend cpu) unless --exact. Reports sentences/s at 1 and 2 threads and attn's peak RSS.

@@ -129,6 +129,72 @@ TEST_CASE("only tiny products skip packing, however large the product", "[fast_k
   CHECK_FALSE(small_product(65536, 65536, 1));
 }
 
+// A row's bits do not depend on how many rows share its product, though one row alone is a tiny product
+// (unpacked) and many are not: both roundings, with and without C, k shallower and deeper than a slice.
+TEST_CASE("a row of a product has the same bits in a tiny product and in a large one", "[fast_kernels]") {
+  const std::string best = kernel_isa();
+  for (const std::string& isa : isas()) {
+    set_kernel_isa(isa);
+    for (size_t k : {5, 600})
+      for (Rounding rounding : {Rounding::exact, Rounding::fused})
+        for (bool accumulate : {false, true}) {
+          INFO(isa << " k " << k << " exact " << (rounding == Rounding::exact) << " accumulate " << accumulate);
+          const size_t m = 200, n = 6;
+          REQUIRE(small_product(1, n, k));
+          REQUIRE_FALSE(small_product(m, n, k));
+          const auto a = random_floats(m * k, 31), b = random_floats(k * n, 32), c0 = random_floats(m * n, 33);
+          std::vector<float> many = c0, one = c0;
+          Gemm g;
+          g.m = m, g.n = n, g.k = k, g.a = a.data(), g.lda = k, g.b = b.data(), g.ldb = n, g.c = many.data();
+          g.ldc = n, g.accumulate = accumulate, g.rounding = rounding;
+          gemm(g);
+          for (size_t i = 0; i < m; i += 37) {
+            Gemm row = g;
+            row.m = 1, row.a = a.data() + i * k, row.c = one.data() + i * n;
+            gemm(row);
+            CHECK(std::equal(one.begin() + i * n, one.begin() + (i + 1) * n, many.begin() + i * n));
+          }
+        }
+  }
+  set_kernel_isa(best);
+}
+
+// The epilogue (bias, ReLU) is the separate steps without their trips through memory: the same bits as
+// the product followed by c + bias[j] and std::max(c, 0), for tiny, edge and deep (k > one slice)
+// products, both roundings, a packed B, on every instruction set.
+TEST_CASE("a product's bias and ReLU epilogue has the bits of the separate steps", "[fast_kernels]") {
+  const std::string best = kernel_isa();
+  ThreadPool pool(2);
+  for (const std::string& isa : isas()) {
+    set_kernel_isa(isa);
+    for (const Product& p : {Product{3, 5, 7, true, false}, Product{37, 70, 600, true, false},
+                             Product{100, 33, 64, false, true}, Product{1, 4, 1, true, false}})
+      for (Rounding rounding : {Rounding::exact, Rounding::fused})
+        for (bool relu : {false, true})
+          for (bool packed : {false, true}) {
+            INFO(isa << " m " << p.m << " n " << p.n << " k " << p.k << " relu " << relu << " packed " << packed);
+            const auto a = random_floats(p.m * (p.k + 3), 41), b = random_floats(p.n * (p.n + p.k + 1), 42);
+            const auto bias = random_floats(p.n, 43), c0 = random_floats(p.m * (p.n + 2), 44);
+            std::vector<float> separate = c0, fused = c0;
+            Gemm g = gemm_of(p, a, b, separate);
+            g.rounding = rounding;
+            const PackedB packed_b(g.b, g.ldb, g.b_transposed, p.k, p.n);
+            if (packed) g.b_packed = &packed_b;
+            gemm(g, &pool);
+            for (size_t i = 0; i < p.m; ++i)
+              for (size_t j = 0; j < p.n; ++j) {
+                float& c = separate[i * g.ldc + j];
+                c = c + bias[j];
+                if (relu) c = std::max(c, 0.0f);
+              }
+            g.c = fused.data(), g.bias = bias.data(), g.relu = relu;
+            gemm(g, &pool);
+            CHECK(fused == separate);
+          }
+  }
+  set_kernel_isa(best);
+}
+
 // Packing B once (a weight) changes nothing but when the packing happens: the same bits, both roundings,
 // including a product wider than one column block (n > 4096) and deeper than one k slice.
 TEST_CASE("a B packed once gives the bits of packing it in every call", "[fast_kernels]") {
@@ -242,6 +308,47 @@ TEST_CASE("flash attention equals materialised attention with every mask", "[fas
   set_kernel_isa(best);
 }
 
+// Packed sequences (offsets): each sequence's output has the bits of that sequence attended alone, and
+// the reference with offsets agrees (normalised error ≤ 2e-6).
+TEST_CASE("flash attention over packed sequences equals each sequence alone", "[fast_kernels]") {
+  const std::vector<size_t> lengths = {1, 17, 3, 300, 5};
+  std::vector<size_t> offsets = {0};
+  for (size_t n : lengths) offsets.push_back(offsets.back() + n);
+  const size_t heads = 3, dim = 20, width = heads * dim, rows = offsets.back();
+  const auto q = random_floats(rows * width, 21), k = random_floats(q.size(), 22), v = random_floats(q.size(), 23);
+  std::vector<uint8_t> keep(rows, 1);
+  for (size_t r = 2; r < rows; r += 7) keep[r] = 0;
+  ThreadPool pool(2);
+  const std::string best = kernel_isa();
+  for (const std::string& isa : isas()) {
+    set_kernel_isa(isa);
+    for (bool causal : {false, true})
+      for (bool padding : {false, true}) {
+        INFO(isa << " causal " << causal << " padding " << padding);
+        FlashAttention f;
+        f.q = q.data(), f.k = k.data(), f.v = v.data(), f.key_keep = padding ? keep.data() : nullptr;
+        f.batch = lengths.size(), f.heads = heads, f.head_dim = dim, f.scale = 0.25f, f.causal = causal;
+        f.offsets = offsets.data();
+        std::vector<float> packed(q.size()), alone(q.size()), ref(q.size());
+        f.out = packed.data();
+        flash_attention(f, &pool);
+        f.out = ref.data();
+        reference::flash_attention(f);
+        CHECK(normalised_error(packed, ref) <= 2e-6);
+        for (size_t b = 0; b < lengths.size(); ++b) {
+          FlashAttention one = f;
+          const size_t at = offsets[b] * width;
+          one.q = q.data() + at, one.k = k.data() + at, one.v = v.data() + at, one.out = alone.data() + at;
+          one.key_keep = padding ? keep.data() + offsets[b] : nullptr;
+          one.batch = 1, one.seq_q = one.seq_k = lengths[b], one.offsets = nullptr;
+          flash_attention(one, &pool);
+        }
+        CHECK(packed == alone);
+      }
+  }
+  set_kernel_isa(best);
+}
+
 TEST_CASE("an unknown instruction set or a causal mask over unequal lengths is refused", "[fast_kernels]") {
   CHECK_THROWS_AS(set_kernel_isa("avx9000"), InputError);
   FlashAttention f;
@@ -305,5 +412,37 @@ TEST_CASE("attn batch on the CPU backend matches the exact path and keeps the wa
         CHECK(std::fabs(got.data()[i] - want.data()[i]) <= 1e-4 * (1 + std::fabs(want.data()[i])));
     }
     CHECK_THROWS(fast.at("layers.0.self_attn.attention_weights"));  // not asked for: never materialised
+  }
+}
+
+// Sequences of several lengths computed together, unpadded: every stage of every item has the bits of
+// that item computed alone, the attention weights asked for included.
+TEST_CASE("packed sequences give each item the bits it gets alone", "[fast_kernels]") {
+  TransformerConfig config;
+  config.vocab_size = 20, config.d_model = 32, config.num_heads = 4, config.num_layers = 2, config.max_len = 40;
+  TorchGenerator gen(5);
+  const TransformerModel model = init_transformer(config, gen);
+  std::vector<batch::Item> items;
+  for (const std::vector<int64_t>& ids : std::vector<std::vector<int64_t>>{
+           {3}, {1, 7, 9, 0, 4}, {5, 5}, std::vector<int64_t>(33, 6), {2, 0, 8}, {9, 1, 4, 4, 12}})
+    items.push_back({items.size() + 1, nullptr, {}, ids});
+  auto backend = make_cpu_backend(2);
+  for (const std::vector<std::string>& wanted :
+       {std::vector<std::string>{}, {"logits", "layers.1.self_attn.attention_weights", "layers.0.norm2"}}) {
+    DeviceModel device(*backend, model);
+    device.record_only(wanted);
+    for (MaskKind mask : {MaskKind::none, MaskKind::padding, MaskKind::padding_causal}) {
+      const std::vector<Trace> packed = batch::compute_packed(items, mask, device);
+      REQUIRE(packed.size() == items.size());
+      for (size_t i = 0; i < items.size(); ++i) {
+        const Trace alone = batch::compute(model, {items[i]}, mask, &device);
+        REQUIRE(packed[i].stages().size() == alone.stages().size());
+        for (size_t s = 0; s < alone.stages().size(); ++s) {
+          INFO("mask " << mask_kind_name(mask) << " item " << i << " stage " << alone.stages()[s].name);
+          CHECK(packed[i].stages()[s].name == alone.stages()[s].name);
+          CHECK(packed[i].stages()[s].value == alone.stages()[s].value);
+        }
+      }
+    }
   }
 }

@@ -67,6 +67,7 @@ class CudaBackend final : public Backend {
 
 void CudaBackend::attention(const Buffer& q, const Buffer& k, const Buffer& v, const Buffer* key_keep, Buffer& out,
                             const AttentionShape& shape, Buffer* weights) {
+  if (shape.offsets) throw std::logic_error("cuda backend: packed sequences are not supported");  // packs_sequences()
   if (shape.causal && shape.seq_q != shape.seq_k) throw InputError("a causal mask needs as many queries as keys");
   size_t rows = shape.batch * shape.heads * shape.seq_q;
   if (weights && (!stats_ || stats_->size() < 2 * rows)) stats_ = allocate(2 * rows);

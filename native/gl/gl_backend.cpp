@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 #include <new>
+#include <stdexcept>
 
 #include "core/error.hpp"
 #include "core/transformer.hpp"  // Activation
@@ -207,6 +208,7 @@ size_t GlBackend::chunk_keys(const AttentionShape& s) const {
 // (attention_combine.comp) merges the chunks into the output; the weights, when asked for, are a third.
 void GlBackend::attention(const Buffer& q, const Buffer& k, const Buffer& v, const Buffer* key_keep, Buffer& out,
                           const AttentionShape& s, Buffer* weights) {
+  if (s.offsets) throw std::logic_error("gl backend: packed sequences are not supported");  // packs_sequences()
   if (s.causal && s.seq_q != s.seq_k) throw InputError("a causal mask needs as many queries as keys");
   const std::string defines = attention_defines(s.head_dim);
   const size_t rows = s.batch * s.heads * s.seq_q, keys = chunk_keys(s), chunks = ceil_div(s.seq_k, keys);
