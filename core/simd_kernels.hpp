@@ -228,39 +228,77 @@ struct Kernels {
   }
 
   // Vectors across the columns of op(B), copied once into a zero-padded [k, n] block, each element's
-  // sum made as the blocked product makes it for the same rounding. Lanes are independent chains, so
-  // tiny products are not bound by the latency of one running sum.
+  // sum made as the blocked product makes it for the same rounding. Four rows at a time: independent
+  // chains, so tiny products are not bound by the latency of one running sum.
   template <bool Fused>
   static void gemm_small(const Gemm& g) {
     thread_local AlignedFloats buffer;
     const size_t np = ceil_div(g.n, L) * L;
-    float* bt = scratch(buffer, (g.k + 2) * np);
-    float* row = bt + g.k * np;
-    float* bias = row + np;  // zero-padded
-    std::fill_n(bias, np, 0.0f);
-    if (g.bias) std::copy_n(g.bias, g.n, bias);
-    const Epilogue e{g.bias ? bias : nullptr, g.relu};
-    for (size_t kk = 0; kk < g.k; ++kk) {
-      for (size_t j = 0; j < g.n; ++j) bt[kk * np + j] = b_at(g, kk, j);
-      std::fill(bt + kk * np + g.n, bt + (kk + 1) * np, 0.0f);
+    float* bt = scratch(buffer, g.k * np + 4 * L + np);
+    float* tail = bt + g.k * np;  // the partial last vector of up to four rows of C
+    float* bias = tail + 4 * L;   // zero-padded
+    for (size_t kk = 0; kk < g.k; ++kk) batch(0.0f).store_aligned(bt + (kk + 1) * np - L);  // the padding
+    if (g.b_packed)
+      for (size_t kk = 0; kk < g.k; ++kk)
+        for (size_t j = 0; j < g.n; ++j) bt[kk * np + j] = b_at(g, kk, j);
+    else if (g.b_transposed)
+      for (size_t j = 0; j < g.n; ++j)
+        for (size_t kk = 0; kk < g.k; ++kk) bt[kk * np + j] = g.b[j * g.ldb + kk];
+    else
+      for (size_t kk = 0; kk < g.k; ++kk)
+        if (g.n < L)
+          copy_partial(g.b + kk * g.ldb, g.n, bt + kk * np);
+        else
+          std::copy_n(g.b + kk * g.ldb, g.n, bt + kk * np);
+    Epilogue e{nullptr, g.relu};
+    if (g.bias) {
+      std::fill_n(bias, np, 0.0f);
+      e.bias = std::copy_n(g.bias, g.n, bias) - g.n;
     }
-    for (size_t i = 0; i < g.m; ++i) {
-      const float* a = g.a + i * g.lda;
-      float* c = g.c + i * g.ldc;
-      if (g.accumulate) std::copy_n(c, g.n, row);
-      for (size_t j = 0; j < np; j += L)
-        for (size_t pc = 0; pc < g.k; pc += KC) {  // the blocked product's sums, so a row's bits do not
-          const bool load_c = g.accumulate || pc > 0;  // depend on how many rows share its product
-          batch acc = load_c && !Fused ? batch::load_aligned(row + j) : batch(0.0f);
-          for (size_t kk = pc; kk < std::min(g.k, pc + KC); ++kk) {
-            const batch b = batch::load_aligned(bt + kk * np + j);
-            acc = Fused ? xsimd::fma(batch(a[kk]), b, acc) : acc + batch(a[kk]) * b;
+    size_t i = 0;
+    for (; i + 4 <= g.m; i += 4) small_rows<Fused, 4>(g, i, bt, np, tail, e);
+    for (; i < g.m; ++i) small_rows<Fused, 1>(g, i, bt, np, tail, e);
+  }
+
+  // count < L floats, without a call to memmove (which costs tiny products more than the copy).
+  static void copy_partial(const float* from, size_t count, float* to) {
+#pragma GCC unroll 16
+    for (size_t t = 0; t < L; ++t)
+      if (t < count) to[t] = from[t];
+  }
+
+  // Rows i … i + R − 1 of gemm_small's product; e.bias is the zero-padded bias.
+  template <bool Fused, size_t R>
+  static void small_rows(const Gemm& g, size_t i, const float* bt, size_t np, float* tail, Epilogue e) {
+    for (size_t j = 0; j < np; j += L) {
+      const size_t width = std::min(L, g.n - j);
+      float* out[R];
+      for (size_t r = 0; r < R; ++r) {
+        float* c = g.c + (i + r) * g.ldc + j;
+        out[r] = width == L ? c : tail + r * L;
+        if (width < L && g.accumulate) copy_partial(c, width, out[r]);
+      }
+      for (size_t pc = 0; pc < g.k; pc += KC) {  // the blocked product's sums, so a row's bits do not
+        const bool load_c = g.accumulate || pc > 0;  // depend on how many rows share its product
+        const bool last = pc + KC >= g.k;
+        batch acc[R];
+        for (size_t r = 0; r < R; ++r) acc[r] = load_c && !Fused ? batch::load_unaligned(out[r]) : batch(0.0f);
+        for (size_t kk = pc; kk < std::min(g.k, pc + KC); ++kk) {
+          const batch b = batch::load_aligned(bt + kk * np + j);
+#pragma GCC unroll 4
+          for (size_t r = 0; r < R; ++r) {
+            const batch a(g.a[(i + r) * g.lda + kk]);
+            acc[r] = Fused ? xsimd::fma(a, b, acc[r]) : acc[r] + a * b;
           }
-          if (load_c && Fused) acc += batch::load_aligned(row + j);
-          if (pc + KC >= g.k) acc = finish(acc, batch::load_aligned(bias + j), e);
-          acc.store_aligned(row + j);
         }
-      std::copy_n(row, g.n, c);
+        const batch bias = last && e.bias ? batch::load_aligned(e.bias + j) : batch(0.0f);
+        for (size_t r = 0; r < R; ++r) {
+          if (load_c && Fused) acc[r] += batch::load_unaligned(out[r]);
+          if (last) acc[r] = finish(acc[r], bias, e);
+          acc[r].store_unaligned(out[r]);
+        }
+      }
+      for (size_t r = 0; r < R && width < L; ++r) copy_partial(out[r], width, g.c + (i + r) * g.ldc + j);
     }
   }
 

@@ -9,20 +9,26 @@
 # its pool limited by threadpoolctl, OMP_WAIT_POLICY=PASSIVE at 2 threads). attn runs the fast path
 # (--backend cpu) unless --exact. Reports sentences/s at 1 and 2 threads and attn's peak RSS.
 # A benchmark, not a test.
-#   scripts/bench-batch.sh [--count N] [--big] [--exact] [--attn PATH]      --big: 100000 sentences
+#   scripts/bench-batch.sh [--count N] [--big] [--model tutorial|encoder] [--exact] [--attn PATH]
+#   --big: 100000 sentences; --model: only that model (default: both)
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 count=2000
 attn="$here/build/native/attn"
 path="--backend cpu"
+models="tutorial encoder"
 while [ $# -gt 0 ]; do
   case "$1" in
     --count) count=$2; shift 2 ;;
     --big) count=100000; shift ;;
     --exact) path=""; shift ;;
+    --model) models=$2; shift 2 ;;
     --attn) attn=$2; shift 2 ;;
-    *) echo "usage: $0 [--count N] [--big] [--exact] [--attn PATH]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--count N] [--big] [--model tutorial|encoder] [--exact] [--attn PATH]" >&2; exit 2 ;;
   esac
+done
+for m in $models; do
+  case $m in tutorial | encoder) ;; *) echo "unknown model '$m' (tutorial or encoder)" >&2; exit 2 ;; esac
 done
 [ -x "$attn" ] || { echo "no attn at $attn: build first (cmake --build build)" >&2; exit 2; }
 work=$(mktemp -d)
@@ -43,7 +49,7 @@ tutorial="--d-model 128 --num-heads 8 --num-layers 4 --num-classes 5"
 encoder="--d-model 512 --num-heads 8 --num-layers 6 --num-classes 5"
 echo "$count sentences of 4-32 words, batch size 32, --stages logits, attn ${path:-exact path}"
 printf '%-9s %-8s %14s %14s %9s %12s\n' model threads "attn sent/s" "torch sent/s" ratio "attn peakRSS"
-for size in tutorial encoder; do
+for size in $models; do
   eval "flags=\$$size"
   for threads in 1 2; do
     start=$(date +%s.%N)
