@@ -367,8 +367,11 @@ struct Kernels {
     p = xsimd::fma(p, r, batch(1.6666665459e-1f));
     p = xsimd::fma(p, r, batch(5.0000001201e-1f));
     p = xsimd::fma(p * r, r, r) + batch(1.0f);
+    // 2^n through the exponent field. n + 1.5·2^23 holds the integer n in its low bits, which avoids a
+    // float-to-int conversion (saturating in WebAssembly, several instructions in V8).
     using ibatch = xsimd::batch<int32_t, Arch>;
-    const ibatch bits = (xsimd::batch_cast<int32_t>(n) + ibatch(127)) << 23;
+    const ibatch n_int = xsimd::bitwise_cast<int32_t>(n + batch(12582912.0f)) - ibatch(0x4B400000);
+    const ibatch bits = (n_int + ibatch(127)) << 23;
     const batch result = p * xsimd::bitwise_cast<float>(bits);
     return xsimd::select(x < batch(-87.3f), batch(0.0f), result);
   }
