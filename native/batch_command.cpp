@@ -341,11 +341,9 @@ class Pool {
         if (device && device->backend().packs_sequences()) {
           const std::vector<Trace> traces = batch::compute_packed(items, job_.mask, *device);
           for (size_t i = 0; i < items.size(); ++i) add(items[i], traces[i], 0);
-        } else {  // items of one length per computation (dispatch mixes lengths on the fast path)
-          for (const auto& group : batch::group_by_length(std::move(items), SIZE_MAX)) {
-            const Trace trace = batch::compute(job_.model, group, job_.mask, device.get());
-            for (size_t row = 0; row < group.size(); ++row) add(group[row], trace, row);
-          }
+        } else {  // items of one length (dispatch)
+          const Trace trace = batch::compute(job_.model, items, job_.mask, device.get());
+          for (size_t row = 0; row < items.size(); ++row) add(items[row], trace, row);
         }
       } catch (...) {
         failure = std::current_exception();
@@ -476,9 +474,10 @@ class Run {
   }
 
   void dispatch() {
-    // The fast path packs items of any lengths where its backend can (the worker splits them otherwise).
-    auto batches = job_.backend.empty() ? batch::group_by_length(std::move(pending_), batch_size_)
-                                        : batch::group_by_size(std::move(pending_), batch_size_);
+    // The CPU backend packs items of any lengths; others take one length per batch (a worker whose
+    // `auto` backend turned out to be the CPU computes those packed as well).
+    auto batches = job_.backend == "cpu" ? batch::group_by_size(std::move(pending_), batch_size_)
+                                         : batch::group_by_length(std::move(pending_), batch_size_);
     for (auto& items : batches) pool_->submit(std::move(items));
     pending_.clear();
   }
