@@ -205,8 +205,6 @@ std::vector<std::vector<Item>> group_by_length(std::vector<Item> items, size_t b
 }
 
 std::vector<std::vector<Item>> group_by_size(std::vector<Item> items, size_t batch_size) {
-  std::stable_sort(items.begin(), items.end(),
-                   [](const Item& a, const Item& b) { return a.ids.size() < b.ids.size(); });
   std::vector<std::vector<Item>> batches;
   for (size_t i = 0; i < items.size(); ++i) {
     if (i % batch_size == 0) batches.emplace_back();
@@ -416,14 +414,14 @@ Json vocab_identity(const Vocab* vocab) {
 
 Json model_identity(const TransformerModel& model) {
   Fnv1a h;
-  for (const auto& [name, value] : state_dict(model)) {
+  for_each_state(model, [&](const std::string& name, const Shape& shape, const std::vector<const Tensor*>& parts) {
     h.update(name.c_str(), name.size() + 1);
-    for (size_t d : value.shape()) {
+    for (size_t d : shape) {
       const uint64_t dim = d;
       h.update(&dim, sizeof dim);
     }
-    h.update(value.data(), value.size() * sizeof(float));
-  }
+    for (const Tensor* t : parts) h.update(t->data(), t->size() * sizeof(float));
+  });
   return {{"config", config_to_json(model.config)}, {"fnv1a64", h.hex()}};
 }
 

@@ -80,6 +80,7 @@ DeviceModel::~DeviceModel() = default;
 void DeviceModel::ensure_activations(size_t rows) {
   Activations& a = *act_;
   if (a.rows >= rows) return;
+  rows = std::max(rows, a.rows + a.rows / 4);  // batches' sizes creep up: few reallocations
   const size_t d = config_.d_model;
   for (BufferPtr* b : {&a.x, &a.h, &a.q, &a.k, &a.v, &a.attention, &a.projected}) *b = backend_.allocate(rows * d);
   a.hidden = backend_.allocate(rows * config_.ff_width());

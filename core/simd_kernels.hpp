@@ -68,7 +68,7 @@ struct Kernels {
         for (size_t c = 0; c < NR; c += L) batch::load_unaligned(b + kk * ldb + c).store_aligned(dst + kk * NR + c);
       return;
     }
-    std::fill(dst, dst + kc * NR, 0.0f);
+    if (cols < NR) std::fill(dst, dst + kc * NR, 0.0f);
     for (size_t c = 0; c < cols; ++c)
       for (size_t kk = 0; kk < kc; ++kk) dst[kk * NR + c] = transposed ? b[c * ldb + kk] : b[kk * ldb + c];
   }

@@ -1,5 +1,6 @@
 #include "core/transformer.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -265,16 +266,6 @@ void visit_state(Model& m, Visit&& visit, Packed&& packed) {
   if (c.classifier_head) visit_linear("fc", m.fc, visit);
 }
 
-Tensor concat_rows(const std::vector<const Tensor*>& parts) {
-  Shape shape(parts[0]->shape().begin(), parts[0]->shape().end());
-  shape[0] = 0;
-  for (const Tensor* t : parts) shape[0] += t->shape(0);
-  Tensor out = Tensor::from_shape(shape);
-  float* dst = out.data();
-  for (const Tensor* t : parts) dst = std::copy(t->begin(), t->end(), dst);
-  return out;
-}
-
 Shape expected_shape(const TransformerConfig& c, const std::string& name) {
   const size_t d = c.d_model, ff = c.ff_width();
   auto ends = [&](const std::string& suffix) {
@@ -295,14 +286,30 @@ Shape expected_shape(const TransformerConfig& c, const std::string& name) {
 
 }  // namespace
 
+void for_each_state(const TransformerModel& model, const StateVisitor& visit) {
+  auto stacked = [&](const std::string& name, const std::vector<const Tensor*>& parts) {
+    Shape shape(parts[0]->shape().begin(), parts[0]->shape().end());
+    shape[0] = 0;
+    for (const Tensor* t : parts) shape[0] += t->shape(0);
+    visit(name, shape, parts);
+  };
+  visit_state(
+      model, [&](const std::string& name, const Tensor& t) { stacked(name, {&t}); },
+      [&](const std::string& p, const EncoderLayer& l) {
+        stacked(p + "weight", {&l.query.weight, &l.key.weight, &l.value.weight});
+        stacked(p + "bias", {&l.query.bias, &l.key.bias, &l.value.bias});
+      });
+}
+
 std::vector<NamedTensor> state_dict(const TransformerModel& model) {
   std::vector<NamedTensor> out;
-  visit_state(
-      model, [&](const std::string& name, const Tensor& t) { out.push_back({name, t}); },
-      [&](const std::string& p, const EncoderLayer& l) {
-        out.push_back({p + "weight", concat_rows({&l.query.weight, &l.key.weight, &l.value.weight})});
-        out.push_back({p + "bias", concat_rows({&l.query.bias, &l.key.bias, &l.value.bias})});
-      });
+  for_each_state(model, [&](const std::string& name, const Shape& shape, const std::vector<const Tensor*>& parts) {
+    if (parts.size() == 1) return out.push_back({name, *parts[0]});
+    Tensor t = Tensor::from_shape(shape);
+    float* dst = t.data();
+    for (const Tensor* part : parts) dst = std::copy(part->begin(), part->end(), dst);
+    out.push_back({name, std::move(t)});
+  });
   return out;
 }
 
@@ -357,8 +364,10 @@ TransformerModel load_transformer(const TransformerConfig& config, const std::ve
 
 size_t parameter_count(const TransformerModel& model) {
   size_t n = 0;
-  for (const auto& t : state_dict(model))
-    if (t.name != "pos_encoding.pe") n += t.value.size();
+  for_each_state(model, [&](const std::string& name, const Shape&, const std::vector<const Tensor*>& parts) {
+    for (const Tensor* t : parts)
+      if (name != "pos_encoding.pe") n += t->size();
+  });
   return n;
 }
 
@@ -529,7 +538,10 @@ Tensor classifier_input(const TransformerModel& model, const std::vector<int64_t
   std::copy(ids.begin(), ids.end(), id_tensor.begin());
   t.record("token_ids", id_tensor, PrintDtype::int64);
   t.record("embedding", embed(model.embedding, ids, batch, seq));
-  const Tensor table = positional_encoding_table(seq, c.d_model);  // pe[:, :S]
+  // pe[:, :S] of the model's buffer, as PositionalEncoding.forward takes it (sin and cos of the whole
+  // [max_len, d/2] table in PyTorch's vectors of 8, whose lanes can share a branch across rows).
+  Tensor table = Tensor::from_shape({seq, c.d_model});
+  std::copy_n(model.positional_encoding.data(), table.size(), table.data());
   t.record("positional_encoding", reshaped(table, {1, seq, c.d_model}));
   Tensor x = add_positional_encoding(t.at("embedding"), table);
   dropout(dropout_gen, x, c.dropout);

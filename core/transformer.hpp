@@ -4,6 +4,7 @@
 // PyTorch's own nn.TransformerEncoderLayer (packed in_proj, query scaled before QKᵀ).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,11 @@ EncoderLayer init_encoder_layer(const TransformerConfig& config, TorchGenerator&
 TransformerModel init_encoder(const TransformerConfig& config, TorchGenerator& gen);
 // The PyTorch state_dict: names, shapes and order as the modules register them.
 std::vector<NamedTensor> state_dict(const TransformerModel& model);
+// The same entries without copies: each one's name, shape, and the tensors whose rows make it (three
+// for a packed in_proj, else one).
+using StateVisitor =
+    std::function<void(const std::string& name, const Shape& shape, const std::vector<const Tensor*>& parts)>;
+void for_each_state(const TransformerModel& model, const StateVisitor& visit);
 // Strict load_state_dict: missing, unexpected and wrongly shaped tensors are one InputError listing them.
 TransformerModel load_transformer(const TransformerConfig& config, const std::vector<NamedTensor>& tensors);
 size_t parameter_count(const TransformerModel& model);
