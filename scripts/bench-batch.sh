@@ -8,9 +8,10 @@
 # settings as in `attn bench --torch`: OpenBLAS from .deps/openblas, OPENBLAS_CORETYPE/L2_SIZE unset,
 # its pool limited by threadpoolctl, OMP_WAIT_POLICY=PASSIVE at 2 threads). attn runs the fast path
 # (--backend cpu) unless --exact. Reports sentences/s at 1 and 2 threads and attn's peak RSS.
-# A benchmark, not a test.
-#   scripts/bench-batch.sh [--count N] [--big] [--model tutorial|encoder] [--exact] [--attn PATH]
-#   --big: 100000 sentences; --model: only that model (default: both)
+# `--model tiny` (not by default): the first tutorial's size (d_model 6, one head, one layer), where both
+# sides are bound by per-sentence overhead rather than arithmetic. A benchmark, not a test.
+#   scripts/bench-batch.sh [--count N] [--big] [--model tiny|tutorial|encoder] [--exact] [--attn PATH]
+#   --big: 100000 sentences; --model: only that model (default: tutorial and encoder)
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 count=2000
@@ -24,11 +25,11 @@ while [ $# -gt 0 ]; do
     --exact) path=""; shift ;;
     --model) models=$2; shift 2 ;;
     --attn) attn=$2; shift 2 ;;
-    *) echo "usage: $0 [--count N] [--big] [--model tutorial|encoder] [--exact] [--attn PATH]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--count N] [--big] [--model tiny|tutorial|encoder] [--exact] [--attn PATH]" >&2; exit 2 ;;
   esac
 done
 for m in $models; do
-  case $m in tutorial | encoder) ;; *) echo "unknown model '$m' (tutorial or encoder)" >&2; exit 2 ;; esac
+  case $m in tiny | tutorial | encoder) ;; *) echo "unknown model '$m' (tiny, tutorial or encoder)" >&2; exit 2 ;; esac
 done
 [ -x "$attn" ] || { echo "no attn at $attn: build first (cmake --build build)" >&2; exit 2; }
 work=$(mktemp -d)
@@ -45,6 +46,7 @@ with open(f"{work}/input.txt", "w") as f:
         f.write(" ".join(rng.choice(words) for _ in range(rng.randint(4, 32))) + "\n")
 EOF
 
+tiny="--d-model 6 --num-heads 1 --num-layers 1 --num-classes 5"
 tutorial="--d-model 128 --num-heads 8 --num-layers 4 --num-classes 5"
 encoder="--d-model 512 --num-heads 8 --num-layers 6 --num-classes 5"
 echo "$count sentences of 4-32 words, batch size 32, --stages logits, attn ${path:-exact path}"
