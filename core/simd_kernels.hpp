@@ -50,14 +50,37 @@ struct Kernels {
 
   // A[rows, kc] (row stride lda, scaled by `scale`) as MR-row panels: panel p holds, for each kk, the
   // MR values A[p·MR + r, kk]; rows past the end are zeros.
+  // Full panels go four columns at a time through 4×4 transposes in registers. dst holds
+  // a_panels_size(rows, kc) floats.
   static void pack_a(const float* a, size_t lda, size_t rows, size_t kc, float scale, float* dst) {
     for (size_t p = 0; p < rows; p += MR) {
       const size_t pr = std::min(MR, rows - p);
-      for (size_t kk = 0; kk < kc; ++kk, dst += MR) {
+      size_t kk = 0;
+      if (pr == MR)
+        for (; kk + 4 <= kc; kk += 4, dst += 4 * MR) pack_a_columns(a + p * lda + kk, lda, scale, dst);
+      for (; kk < kc; ++kk, dst += MR) {
         for (size_t r = 0; r < pr; ++r) dst[r] = a[(p + r) * lda + kk] * scale;
         std::fill(dst + pr, dst + MR, 0.0f);
       }
     }
+  }
+
+  // Where MR is not a multiple of 4, the last 4-row group's extra lanes land in the next column (or
+  // A_SLACK floats past the last panel), which is stored after them.
+  static constexpr size_t A_GROUPS = (MR + 3) / 4, A_SLACK = 4 * A_GROUPS - MR;
+  static size_t a_panels_size(size_t rows, size_t kc) { return ceil_div(rows, MR) * MR * kc + A_SLACK; }
+
+  // Columns 0-3 of MR rows of A (times scale) as four packed columns of MR values.
+  static void pack_a_columns(const float* a, size_t lda, float scale, float* dst) {
+    using quad = xsimd::make_sized_batch_t<float, 4>;
+    quad t[A_GROUPS][4];
+    for (size_t g = 0; g < A_GROUPS; ++g) {
+      for (size_t r = 0; r < 4; ++r)
+        t[g][r] = 4 * g + r < MR ? quad::load_unaligned(a + (4 * g + r) * lda) * quad(scale) : quad(0.0f);
+      xsimd::transpose(t[g], t[g] + 4);
+    }
+    for (size_t j = 0; j < 4; ++j)
+      for (size_t g = 0; g < A_GROUPS; ++g) t[g][j].store_unaligned(dst + j * MR + 4 * g);
   }
 
   // op(B)[kc, cols] as NR-column panels: panel q holds, for each kk, op(B)[kk, q·NR + c]; zeros past
@@ -210,7 +233,7 @@ struct Kernels {
           const size_t q0 = (item % col_chunks) * chunk_panels;
           if (q0 >= panels) return;
           const size_t cols = std::min(chunk_panels * NR, nc - q0 * NR);
-          float* ap = scratch(a_buffer, ceil_div(rows, MR) * MR * kc);
+          float* ap = scratch(a_buffer, a_panels_size(rows, kc));
           pack_a(g.a + i0 * g.lda + pc, g.lda, rows, kc, 1.0f, ap);
           float* c = g.c + i0 * g.ldc + jc + q0 * NR;
           const bool last = pc + kc == g.k;
@@ -405,8 +428,7 @@ struct Kernels {
   static void flash_block(const FlashAttention& f, const SequenceSpan& span, size_t h, size_t i0, size_t br,
                           const float* kp, const float* vp, size_t sk_pad, FlashScratch& s) {
     const size_t D = f.head_dim, stride = f.heads * D, Sk = span.seq_k;
-    const size_t br_pad = ceil_div(br, MR) * MR;
-    float* qp = scratch(s.q, br_pad * D);
+    float* qp = scratch(s.q, a_panels_size(br, D));
     pack_a(f.q + (span.q_row + i0) * stride + h * D, stride, br, D, f.scale, qp);
     float* o = scratch(s.o, br * D);
     std::fill_n(o, br * D, 0.0f);
@@ -416,7 +438,7 @@ struct Kernels {
     std::fill_n(l, br, 0.0f);
     const size_t key_end = f.causal ? std::min(Sk, i0 + br) : Sk;  // later keys are masked for every row
     float* sc = scratch(s.s, br * BC);
-    float* pp = scratch(s.p, br_pad * BC);
+    float* pp = scratch(s.p, a_panels_size(br, BC));
     const uint8_t* keep = f.key_keep ? f.key_keep + span.k_row : nullptr;
     for (size_t k0 = 0; k0 < key_end; k0 += BC) {
       const size_t kb = std::min(BC, key_end - k0);
