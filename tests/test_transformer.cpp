@@ -174,6 +174,21 @@ TEST_CASE("weights round-trip through safetensors and load strictly", "[transfor
   refused(tensors, "wrong shape: embedding.weight [3, 16], expected [12, 16]");
 }
 
+TEST_CASE("the positional encoding is the model's pe buffer as PositionalEncoding.forward takes it",
+          "[transformer]") {
+  const json f = test::load_fixture("transformer_small.json");
+  TorchGenerator gen(0);
+  TransformerModel model = init_transformer(config_of(f.at("config")), gen);
+  const size_t d = model.config.d_model;
+  for (size_t i = 0; i < 3 * d; ++i) model.positional_encoding.data()[i] = float(i) + 0.5f;  // a loaded buffer
+  const Trace trace = classify(model, {1, 2, 3}, 1, 3, MaskKind::none, nullptr);
+  const Tensor& pe = trace.at("positional_encoding");
+  REQUIRE(pe.shape() == Tensor::shape_type{1, 3, d});
+  for (size_t i = 0; i < pe.size(); ++i) CHECK(pe.data()[i] == float(i) + 0.5f);
+  for (size_t i = 0; i < pe.size(); ++i)
+    CHECK(trace.at("embedded").data()[i] == trace.at("embedding").data()[i] + pe.data()[i]);
+}
+
 TEST_CASE("bad model configs are refused clearly", "[transformer][errors]") {
   auto refused = [](const std::string& text, const std::string& needle) {
     try {
