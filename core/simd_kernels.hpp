@@ -83,26 +83,36 @@ struct Kernels {
       for (size_t g = 0; g < A_GROUPS; ++g) t[g][j].store_unaligned(dst + j * MR + 4 * g);
   }
 
-  // op(B)[kc, cols] as NR-column panels: panel q holds, for each kk, op(B)[kk, q·NR + c]; zeros past
-  // the end. b points at op(B)[0, 0].
-  static void pack_b_panel(const float* b, size_t ldb, bool transposed, size_t kc, size_t cols, float* dst) {
-    if (!transposed && cols == NR) {
-      for (size_t kk = 0; kk < kc; ++kk)
-        for (size_t c = 0; c < NR; c += L) batch::load_unaligned(b + kk * ldb + c).store_aligned(dst + kk * NR + c);
-      return;
+  // Rows kk0 … kk1 of a row-major B[·, n] (row stride ldb) into NR-column panels (panel q at
+  // dst + q·panel_stride, row kk at + kk·NR; zeros past n), each row read once front to back: down a
+  // column, every row is a new page and the prefetchers give up.
+  static void pack_b_rows(const float* b, size_t ldb, size_t kk0, size_t kk1, size_t n, float* dst,
+                          size_t panel_stride) {
+    for (size_t kk = kk0; kk < kk1; ++kk) {
+      const float* row = b + kk * ldb;
+      float* d = dst + kk * NR;
+      size_t j = 0;
+      for (; j + NR <= n; j += NR, d += panel_stride)
+        for (size_t c = 0; c < NR; c += L) batch::load_unaligned(row + j + c).store_aligned(d + c);
+      if (j < n) std::fill(std::copy(row + j, row + n, d), d + NR, 0.0f);
     }
+  }
+
+  // One NR-column panel of op(B) = Bᵀ from rows of B[cols, kc] (row stride ldb); zeros past cols.
+  static void pack_bt_panel(const float* b, size_t ldb, size_t kc, size_t cols, float* dst) {
     if (cols < NR) std::fill(dst, dst + kc * NR, 0.0f);
     for (size_t c = 0; c < cols; ++c)
-      for (size_t kk = 0; kk < kc; ++kk) dst[kk * NR + c] = transposed ? b[c * ldb + kk] : b[kk * ldb + c];
+      for (size_t kk = 0; kk < kc; ++kk) dst[kk * NR + c] = b[c * ldb + kk];
   }
 
   // op(B)[k, n] as NR-column panels: panel q at dst + q·k·NR (a PackedB, or one k slice of a product).
   static void pack_b(const float* b, size_t ldb, bool transposed, size_t k, size_t n, float* dst, ThreadPool* pool) {
-    run(pool, ceil_div(n, NR), [&](size_t q) {
-      const size_t col = q * NR;
-      const float* src = transposed ? b + col * ldb : b + col;
-      pack_b_panel(src, ldb, transposed, k, std::min(NR, n - col), dst + q * k * NR);
-    });
+    if (transposed)
+      return run(pool, ceil_div(n, NR), [&](size_t q) {
+        pack_bt_panel(b + q * NR * ldb, ldb, k, std::min(NR, n - q * NR), dst + q * k * NR);
+      });
+    const size_t parts = std::min(k, pool ? pool->size() : size_t(1));
+    run(pool, parts, [&](size_t t) { pack_b_rows(b, ldb, t * k / parts, (t + 1) * k / parts, n, dst, k * NR); });
   }
 
   // --- the register tile ---
@@ -416,11 +426,10 @@ struct Kernels {
     const size_t key_panels = ceil_div(Sk, NR), d_panels = ceil_div(D, NR);
     float* kp = scratch(s.k, key_panels * D * NR);  // Kᵀ[D, Sk] as NR-key panels
     for (size_t q = 0; q < key_panels; ++q)
-      pack_b_panel(kh + q * NR * stride, stride, true, D, std::min(NR, Sk - q * NR), kp + q * D * NR);
+      pack_bt_panel(kh + q * NR * stride, stride, D, std::min(NR, Sk - q * NR), kp + q * D * NR);
     const size_t sk_pad = key_panels * NR;
     float* vp = scratch(s.v, d_panels * sk_pad * NR);  // V[Sk, D] as NR-column panels
-    for (size_t q = 0; q < d_panels; ++q)
-      pack_b_panel(vh + q * NR, stride, false, Sk, std::min(NR, D - q * NR), vp + q * sk_pad * NR);
+    pack_b_rows(vh, stride, 0, Sk, D, vp, sk_pad * NR);
     for (size_t i0 = q_begin; i0 < q_end; i0 += BR)
       flash_block(f, span, h, i0, std::min(BR, q_end - i0), kp, vp, sk_pad, s);
   }
