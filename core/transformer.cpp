@@ -365,8 +365,8 @@ TransformerModel load_transformer(const TransformerConfig& config, const std::ve
 size_t parameter_count(const TransformerModel& model) {
   size_t n = 0;
   for_each_state(model, [&](const std::string& name, const Shape&, const std::vector<const Tensor*>& parts) {
-    for (const Tensor* t : parts)
-      if (name != "pos_encoding.pe") n += t->size();
+    if (name == "pos_encoding.pe") return;  // a buffer, not a parameter
+    for (const Tensor* t : parts) n += t->size();
   });
   return n;
 }
