@@ -73,6 +73,40 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor* bias) {
   return y;
 }
 
+namespace {
+
+// [rows, cols] → [cols, rows]: the operand autograd's mm takes transposed, laid out for matmul.
+Tensor transposed(const float* x, size_t rows, size_t cols) {
+  Tensor out = Tensor::from_shape({cols, rows});
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t c = 0; c < cols; ++c) out.data()[c * rows + r] = x[r * cols + c];
+  return out;
+}
+
+void add_to(Tensor& into, const Tensor& add_this) {
+  add(into.data(), add_this.data(), into.data(), into.size());
+}
+
+}  // namespace
+
+// Each product sums over its contracted index in order, as the reference BLAS and bmm's loop do.
+Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& grad_y, Tensor& grad_weight,
+                       Tensor* grad_bias) {
+  const size_t out_features = weight.shape(0), in_features = weight.shape(1), rows = x.size() / in_features;
+  Tensor grad_x = Tensor::from_shape(x.shape());
+  matmul(grad_y.data(), weight.data(), grad_x.data(), rows, out_features, in_features);
+  Tensor grad_w = Tensor::from_shape({out_features, in_features});
+  matmul(transposed(grad_y.data(), rows, out_features).data(), x.data(), grad_w.data(), out_features, rows,
+         in_features);
+  add_to(grad_weight, grad_w);
+  if (grad_bias) {
+    Tensor grad_b = Tensor::from_shape({out_features});
+    column_sums(grad_y.data(), rows, out_features, grad_b.data());
+    add_to(*grad_bias, grad_b);
+  }
+  return grad_x;
+}
+
 MaskKind parse_mask_kind(const std::string& text) {
   if (text == "none") return MaskKind::none;
   if (text == "padding") return MaskKind::padding;
@@ -135,13 +169,46 @@ AttentionSteps scaled_dot_product_attention(const Tensor& q, const Tensor& k, co
   std::optional<Tensor> dropped;
   if (options.dropout && options.dropout_p > 0) {
     dropped = s.attention_weights;
-    options.dropout->dropout_(dropped->data(), dropped->size(), options.dropout_p);
+    s.dropout_noise = Tensor::from_shape(dropped->shape());
+    options.dropout->dropout_(dropped->data(), dropped->size(), options.dropout_p, s.dropout_noise.data());
   }
   const Tensor& weights = dropped ? *dropped : s.attention_weights;
   s.attention_output = Tensor::from_shape({batch, sq, dv});
   for (size_t b = 0; b < batch; ++b)
     matmul(weights.data() + b * sq * sk, v.data() + b * sk * dv, s.attention_output.data() + b * sq * dv, sq, sk, dv);
   return s;
+}
+
+// autograd's steps in reverse: bmm, dropout (× its noise), softmax, masked_fill (masked entries get
+// none), ÷ √d_k, bmm.
+AttentionGrads scaled_dot_product_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                     const AttentionSteps& steps, const Tensor& grad_output,
+                                                     const AttentionOptions& options) {
+  const size_t batch = q.shape(0), sq = q.shape(1), dk = q.shape(2), sk = k.shape(1), dv = v.shape(2);
+  const float sqrt_dk = float(std::sqrt(double(dk)));
+  Tensor weights = steps.attention_weights;  // as they multiplied V: after dropout
+  if (steps.dropout_noise.dimension()) multiply(weights.data(), steps.dropout_noise.data(), weights.data(), weights.size());
+  Tensor query = q;
+  if (options.scale_query_first) divide_scalar(query.data(), query.size(), sqrt_dk);
+  AttentionGrads g{Tensor::from_shape(q.shape()), Tensor::from_shape(k.shape()), Tensor::from_shape(v.shape())};
+  Tensor grad_scores = Tensor::from_shape({batch, sq, sk});
+  for (size_t b = 0; b < batch; ++b) {
+    const float* dout = grad_output.data() + b * sq * dv;
+    matmul_nt(dout, v.data() + b * sk * dv, grad_scores.data() + b * sq * sk, sq, dv, sk);
+    matmul(transposed(weights.data() + b * sq * sk, sq, sk).data(), dout, g.value.data() + b * sk * dv, sk, sq, dv);
+  }
+  if (steps.dropout_noise.dimension())
+    multiply(grad_scores.data(), steps.dropout_noise.data(), grad_scores.data(), grad_scores.size());
+  softmax_backward_rows(steps.attention_weights.data(), grad_scores.data(), batch * sq, sk);
+  if (options.mask) masked_fill(grad_scores.data(), options.mask->data(), grad_scores.size(), 0.0f);
+  if (!options.scale_query_first) divide_scalar(grad_scores.data(), grad_scores.size(), sqrt_dk);
+  for (size_t b = 0; b < batch; ++b) {
+    const float* ds = grad_scores.data() + b * sq * sk;
+    matmul(ds, k.data() + b * sk * dk, g.query.data() + b * sq * dk, sq, sk, dk);
+    matmul(transposed(ds, sq, sk).data(), query.data() + b * sq * dk, g.key.data() + b * sk * dk, sk, sq, dk);
+  }
+  if (options.scale_query_first) divide_scalar(g.query.data(), g.query.size(), sqrt_dk);
+  return g;
 }
 
 }  // namespace attn

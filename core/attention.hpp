@@ -17,6 +17,10 @@ Tensor positional_encoding_table(size_t max_len, size_t d_model);
 Tensor add_positional_encoding(const Tensor& x, const Tensor& table);
 // nn.Linear: x[..., in] · weightᵀ (+ bias); weight [out, in]; bias null for bias=False.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor* bias = nullptr);
+// Its backward (addmm's): returns grad_x = grad_y · weight; adds grad_yᵀ · x to grad_weight [out, in] and
+// grad_y summed over rows to grad_bias [out] (when non-null), so a parameter used twice accumulates.
+Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& grad_y, Tensor& grad_weight,
+                       Tensor* grad_bias);
 
 enum class MaskKind { none, padding, causal, padding_causal };
 MaskKind parse_mask_kind(const std::string& text);  // none|padding|causal|padding+causal
@@ -35,6 +39,7 @@ struct AttentionSteps {
   Tensor masked_scores;      // masked_fill(mask == 0, -1e9); equal to scaled_scores without a mask
   Tensor attention_weights;  // softmax over keys
   Tensor attention_output;   // weights · V    [B, Sq, d_v]
+  Tensor dropout_noise;      // training mode: what dropout multiplied the weights by; else 0-dimensional
 };
 class TorchGenerator;
 struct AttentionOptions {
@@ -47,5 +52,12 @@ struct AttentionOptions {
 // q [B, Sq, d_k], k [B, Sk, d_k], v [B, Sk, d_v].
 AttentionSteps scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                             const AttentionOptions& options = {});
+struct AttentionGrads {
+  Tensor query, key, value;
+};
+// Its backward from grad_output [B, Sq, d_v], reading what the forward computed (`steps`).
+AttentionGrads scaled_dot_product_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                     const AttentionSteps& steps, const Tensor& grad_output,
+                                                     const AttentionOptions& options = {});
 
 }  // namespace attn

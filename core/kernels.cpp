@@ -168,6 +168,10 @@ void add(const float* a, const float* b, float* c, size_t n) {
   for (; i < n; ++i) c[i] = a[i] + b[i];
 }
 
+void multiply(const float* a, const float* b, float* c, size_t n) {
+  for (size_t i = 0; i < n; ++i) c[i] = a[i] * b[i];
+}
+
 void masked_fill(float* x, const uint8_t* keep, size_t n, float value) {
   for (size_t i = 0; i < n; ++i) x[i] = keep[i] ? x[i] : value;
 }
@@ -186,6 +190,37 @@ void softmax_rows(float* x, size_t rows, size_t n) {
     const float inverse = 1.0f / reduce_all_sum(row, n);
     for (size_t j = 0; j < n; ++j) row[j] = row[j] * inverse;
   }
+}
+
+void softmax_backward_rows(const float* out, float* grad, size_t rows, size_t n) {
+  std::vector<float> products(n);
+  for (size_t r = 0; r < rows; ++r) {
+    const float* y = out + r * n;
+    float* g = grad + r * n;
+    for (size_t j = 0; j < n; ++j) products[j] = g[j] * y[j];
+    const float sum = reduce_all_sum(products.data(), n);
+    for (size_t j = 0; j < n; ++j) g[j] = (g[j] - sum) * y[j];
+  }
+}
+
+// vectorized_outer_sum: 32 columns at a time through multi_row_sum (4 vectors of 8), then whole
+// vectors through row_sum, then single columns through row_sum.
+void column_sums(const float* x, size_t rows, size_t n, float* out) {
+  auto vector_at = [&](size_t i, size_t column) {
+    Lanes<8> v;
+    std::copy_n(x + i * n + column, 8, v.begin());
+    return v;
+  };
+  size_t j = 0;
+  for (; j + 32 <= n; j += 32) {
+    const auto sums = multi_row_sum<8>([&](size_t i, size_t k) { return vector_at(i, j + 8 * k); }, rows);
+    for (size_t k = 0; k < 4; ++k) std::copy(sums[k].begin(), sums[k].end(), out + j + 8 * k);
+  }
+  for (; j + 8 <= n; j += 8) {
+    const Lanes<8> sums = row_sum<8>([&](size_t i) { return vector_at(i, j); }, rows);
+    std::copy(sums.begin(), sums.end(), out + j);
+  }
+  for (; j < n; ++j) out[j] = row_sum<1>([&](size_t i) { return Lanes<1>{x[i * n + j]}; }, rows)[0];
 }
 
 namespace reference {

@@ -16,11 +16,17 @@ void matmul_nt(const float* a, const float* b, float* c, size_t m, size_t k, siz
 void multiply_scalar(float* x, size_t n, float s);  // x ⊗ s, as tensor * python float
 void divide_scalar(float* x, size_t n, float s);    // x ⊘ s (a true division, as PyTorch's div)
 void add(const float* a, const float* b, float* c, size_t n);
+void multiply(const float* a, const float* b, float* c, size_t n);  // element by element
 // x[i] = keep[i] ? x[i] : value (Tensor.masked_fill(mask == 0, value)).
 void masked_fill(float* x, const uint8_t* keep, size_t n, float value);
 // Softmax over each row of x[rows, n], in place, as PyTorch's CPU kernel: exp(x - max) with its exp,
 // summed in its order, then × (1 / sum).
 void softmax_rows(float* x, size_t rows, size_t n);
+// Softmax's backward (_softmax_backward_data) over each row, in place on grad: (grad − Σ grad·out) · out,
+// the sum in the order of softmax's own sum. `out` is softmax's result.
+void softmax_backward_rows(const float* out, float* grad, size_t rows, size_t n);
+// Tensor.sum(0) of a contiguous [rows, n] matrix (a Linear bias's gradient), in PyTorch's order.
+void column_sums(const float* x, size_t rows, size_t n, float* out);
 
 // Tensor.sum() of a contiguous row in the order of PyTorch's cascade-sum kernel (bit-identical to it
 // for rows up to about 1000 elements, as the walkthrough's row sums need).

@@ -196,18 +196,23 @@ void TorchGenerator::bernoulli_(float* out, size_t n, double p) {
   for (size_t i = 0; i < n; ++i) out[i] = uniform53(*this) < p ? 1.0f : 0.0f;
 }
 
-void TorchGenerator::dropout_(float* x, size_t n, double p) {
+void TorchGenerator::dropout_(float* x, size_t n, double p, float* noise) {
   require(p >= 0.0 && p <= 1.0, "dropout: expects 0 <= p <= 1");
-  if (p == 0.0) return;  // the input passes through and nothing is drawn
-  if (p == 1.0) {        // x * 0, not 0: keeps -0.0 and turns inf/NaN into NaN, without draws
+  if (p == 0.0) {  // the input passes through and nothing is drawn
+    if (noise) std::fill(noise, noise + n, 1.0f);
+    return;
+  }
+  if (p == 1.0) {  // x * 0, not 0: keeps -0.0 and turns inf/NaN into NaN, without draws
     for (size_t i = 0; i < n; ++i) x[i] = x[i] * 0.0f;
+    if (noise) std::fill(noise, noise + n, 0.0f);
     return;
   }
   const double keep = 1.0 - p;
   const float keep_f = static_cast<float>(keep);
   for (size_t i = 0; i < n; ++i) {
-    const float noise = uniform53(*this) < keep ? 1.0f : 0.0f;  // bernoulli_(1 - p)
-    x[i] = x[i] * (noise / keep_f);                             // noise.div_(1 - p); x * noise
+    const float factor = (uniform53(*this) < keep ? 1.0f : 0.0f) / keep_f;  // bernoulli_(1 - p), div_(1 - p)
+    x[i] = x[i] * factor;                                                    // x * noise
+    if (noise) noise[i] = factor;
   }
 }
 

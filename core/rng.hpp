@@ -26,8 +26,9 @@ class TorchGenerator {
   void randn(float* out, size_t n) { normal_(out, n, 0.0, 1.0); }
   void randint(int64_t* out, size_t n, int64_t low, int64_t high);
   void bernoulli_(float* out, size_t n, double p);
-  // F.dropout(x, p, training=True), in place.
-  void dropout_(float* x, size_t n, double p);
+  // F.dropout(x, p, training=True), in place. `noise`, when given, receives the factor each element was
+  // multiplied by (0 or 1/(1-p)): autograd's saved tensor, which the backward multiplies the gradient by.
+  void dropout_(float* x, size_t n, double p, float* noise = nullptr);
 
  private:
   void normal_fill(float* out, size_t n, float mean, float std);

@@ -33,9 +33,16 @@ const KernelTable* avx2_table();
 const KernelTable* sse42_table();
 const KernelTable* wasm_table();
 
-using AlignedFloats = std::vector<float, xsimd::aligned_allocator<float, 64>>;
+// A vector type of each instruction set's own: a std::vector's members instantiated in the AVX-512 file
+// hold AVX-512 code, and the linker keeps one copy of each for the whole program (it kept that one,
+// and a CPU without AVX-512 stopped on an illegal instruction in the AVX2 kernels).
+template <class Arch>
+struct KernelAllocator : xsimd::aligned_allocator<float, 64> {};
+template <class Arch>
+using AlignedFloats = std::vector<float, KernelAllocator<Arch>>;
 
-inline float* scratch(AlignedFloats& buffer, size_t size) {
+template <class Arch>
+float* scratch(AlignedFloats<Arch>& buffer, size_t size) {
   if (buffer.size() < size) buffer.resize(size);
   return buffer.data();
 }
@@ -213,7 +220,7 @@ struct Kernels {
 
   template <bool Fused>
   static void gemm_blocked(const Gemm& g, ThreadPool* pool) {
-    thread_local AlignedFloats b_buffer;
+    thread_local AlignedFloats<Arch> b_buffer;
     const size_t threads = pool ? pool->size() : 1;
     // Row blocks: at most MC_MAX rows, and a multiple of the thread count when there are several.
     size_t row_blocks = ceil_div(g.m, MC_MAX);
@@ -238,7 +245,7 @@ struct Kernels {
           bp = dst;
         }
         run(pool, row_blocks * col_chunks, [&](size_t item) {
-          thread_local AlignedFloats a_buffer;
+          thread_local AlignedFloats<Arch> a_buffer;
           const size_t i0 = (item / col_chunks) * mc, rows = std::min(mc, g.m - i0);
           const size_t q0 = (item % col_chunks) * chunk_panels;
           if (q0 >= panels) return;
@@ -265,7 +272,7 @@ struct Kernels {
   // chains, so tiny products are not bound by the latency of one running sum.
   template <bool Fused>
   static void gemm_small(const Gemm& g) {
-    thread_local AlignedFloats buffer;
+    thread_local AlignedFloats<Arch> buffer;
     const size_t np = ceil_div(g.n, L) * L;
     float* bt = scratch(buffer, g.k * np + 4 * L + np);
     float* tail = bt + g.k * np;  // the partial last vector of up to four rows of C
@@ -413,7 +420,7 @@ struct Kernels {
   static constexpr float masked = -std::numeric_limits<float>::infinity();
 
   struct FlashScratch {
-    AlignedFloats k, v, q, s, p, o, row;
+    AlignedFloats<Arch> k, v, q, s, p, o, row;
   };
 
   // One (batch, head, query range): K and V packed once, then query blocks stream over key blocks.

@@ -89,6 +89,38 @@ void for_each_state(const TransformerModel& model, const StateVisitor& visit);
 TransformerModel load_transformer(const TransformerConfig& config, const std::vector<NamedTensor>& tensors);
 size_t parameter_count(const TransformerModel& model);
 
+// --- training: what a forward pass keeps for its backward (the tensors autograd saves) ---
+struct AttentionSaved {
+  Tensor input;              // [B, S, d]: the query, key and value input (self-attention)
+  Tensor query, key, value;  // [B·H, S, d_k], heads split
+  AttentionSteps steps;      // the weights and their dropout noise
+  Tensor merged;             // [B, S, d]: heads merged, W_O's input
+};
+struct FeedForwardSaved {
+  Tensor input, hidden;  // linear1's input and output
+  Tensor activated;      // linear2's input: the activation after dropout
+  Tensor noise;          // that dropout's noise (0-dimensional in evaluation mode)
+};
+struct EncoderLayerSaved {
+  AttentionSaved attention;
+  FeedForwardSaved feed_forward;
+  Tensor norm1_input, norm2_input;
+  Tensor attention_noise, feed_forward_noise;  // the residual branches' dropout (0-dimensional: none)
+};
+struct EncoderSaved {
+  std::vector<EncoderLayerSaved> layers;
+  Tensor final_norm_input;
+};
+struct ClassifierSaved {
+  std::vector<int64_t> ids;
+  size_t batch = 0, seq = 0;
+  MaskKind mask_kind = MaskKind::none;
+  MaskTensor mask;        // [B, S, S]
+  Tensor embedded_noise;  // PositionalEncoding's dropout
+  EncoderSaved encoder;
+  Tensor pooled;  // fc's input
+};
+
 // --- the modules' forward passes; each records its stages under `prefix` when trace is non-null ---
 Tensor layer_norm(const Tensor& x, const LayerNorm& norm, float eps = 1e-5f);
 // MultiHeadAttention(q_in, kv_in, kv_in, mask): mask [B, Sq, Sk] or null; weights [B, H, Sq, Sk].
@@ -96,18 +128,39 @@ Tensor multi_head_attention(const EncoderLayer& layer, const TransformerConfig& 
                             const Tensor& kv_in, const MaskTensor* mask, Trace* trace, const std::string& prefix);
 Tensor feed_forward(const EncoderLayer& layer, const TransformerConfig& config, const Tensor& x,
                     TorchGenerator* dropout, Trace* trace, const std::string& prefix);
-// The encoder stack on x [B, S, d]; `dropout` non-null = training mode, drawing from it.
+// The encoder stack on x [B, S, d]; `dropout` non-null = training mode, drawing from it. `saved`, when
+// non-null, receives what encoder_backward reads.
 Tensor encoder_forward(const TransformerModel& model, Tensor x, const MaskTensor* mask, TorchGenerator* dropout,
-                       Trace* trace);
+                       Trace* trace, EncoderSaved* saved = nullptr);
 // The classifier on token ids [B, S]: token_ids, embedding, positional_encoding, embedded,
 // layers.{i}.…, encoder_output, pooled, logits.
 Trace classify(const TransformerModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
                MaskKind mask, TorchGenerator* dropout);
-// classify's first stages (token_ids … embedded) into t; returns embedded [B, S, d].
+// classify's first stages (token_ids … embedded) into t; returns embedded [B, S, d]. `noise` receives
+// the dropout's noise in training mode.
 Tensor classifier_input(const TransformerModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
-                        TorchGenerator* dropout, Trace& t);
+                        TorchGenerator* dropout, Trace& t, Tensor* noise = nullptr);
 // classify's last stages from the encoder output [B, S, d]: encoder_output, pooled, logits.
 void classifier_output(const TransformerModel& model, const Tensor& encoder_output, Trace& t);
+
+// --- the backward passes, each reading what its forward saved; parameter gradients are added to
+// `grads`, a model of the same shape (zeros_like) ---
+TransformerModel zeros_like(const TransformerModel& model);
+// The classifier's forward pass on token ids [B, S], keeping in `saved` what classifier_backward reads;
+// returns the logits [B, classes].
+Tensor classifier_forward(const TransformerModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
+                          MaskKind mask, TorchGenerator* dropout, ClassifierSaved& saved);
+void classifier_backward(const TransformerModel& model, const ClassifierSaved& saved, const Tensor& grad_logits,
+                         TransformerModel& grads);
+// Returns the gradient of the encoder's input.
+Tensor encoder_backward(const TransformerModel& model, const EncoderSaved& saved, const MaskTensor* mask,
+                        const Tensor& grad_output, TransformerModel& grads);
+Tensor layer_norm_backward(const Tensor& x, const LayerNorm& norm, const Tensor& grad_y, LayerNorm& grads,
+                           float eps = 1e-5f);
+// F.cross_entropy(logits [B, C], labels, label_smoothing=ε), mean over the batch; `grad`, when non-null,
+// receives ∂loss/∂logits. Throws InputError for a label outside [0, C).
+float cross_entropy(const Tensor& logits, const std::vector<int64_t>& labels, double label_smoothing, Tensor* grad);
+
 Tensor reshaped(Tensor t, const Shape& shape);  // the same values in another shape of the same size
 // [B, S, H·dk] → [B, H, S, dk] (view + transpose(1, 2) + contiguous): the traced form of q, k, v.
 Tensor split_heads(const Tensor& x, size_t heads);

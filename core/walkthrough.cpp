@@ -130,7 +130,7 @@ std::string tutorial_walkthrough(const TutorialRun& run) {
   print_final(p, plain, "");
 
   const AttentionSteps masked{t.at("scores"), t.at("scaled_scores"), t.at("masked_scores"),
-                              t.at("attention_weights"), t.at("attention_output")};
+                              t.at("attention_weights"), t.at("attention_output"), {}};
   p.line("\n\n");
   p.line(rule('#'));
   p.line("7. ATTENTION WITH " + upper(mask_kind_name(kind)) + " MASK");

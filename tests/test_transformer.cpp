@@ -6,35 +6,21 @@
 #include "core/error.hpp"
 #include "core/transformer.hpp"
 #include "tests/fixtures.hpp"
+#include "tests/model_fixtures.hpp"
 
 using namespace attn;
 using nlohmann::json;
 
 namespace {
 
+using test::config_of;
+using test::flat_ids;
+using test::parameters_of;
+
 // Stated tolerance: seeded parameters are bit-identical; stages agree with PyTorch to 1e-5 relative
 // + 1e-5 absolute per element (LayerNorm, GELU and exp round differently in the last bits and deep
 // stacks carry that forward).
 constexpr double rel_tol = 1e-5, abs_tol = 1e-5;
-
-TransformerConfig config_of(const json& fixture_config) {
-  return config_from_json(Json::parse(fixture_config.dump()));
-}
-
-std::vector<int64_t> flat_ids(const json& ids, size_t& batch, size_t& seq) {
-  batch = ids.size();
-  seq = ids.at(0).size();
-  std::vector<int64_t> out;
-  for (const auto& row : ids)
-    for (const auto& id : row) out.push_back(id.get<int64_t>());
-  return out;
-}
-
-std::vector<NamedTensor> parameters_of(const json& params) {
-  std::vector<NamedTensor> out;
-  for (const auto& p : params) out.push_back({p.at("name").get<std::string>(), test::tensor_of(p)});
-  return out;
-}
 
 void compare_stages(const Trace& trace, const json& expected) {
   for (const auto& e : expected) {
