@@ -11,7 +11,10 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <sstream>
 #include <stdexcept>
+
+#include "core/error.hpp"
 
 namespace attn {
 namespace {
@@ -122,6 +125,27 @@ void TorchGenerator::manual_seed(uint64_t seed) {
   seed_ = seed;
   engine_.seed(static_cast<uint32_t>(seed));  // torch keeps 64 bits but seeds with the low 32
   cached_normal_.reset();
+}
+
+std::string TorchGenerator::state() const {
+  std::ostringstream out;
+  out << engine_ << ' ' << seed_ << ' ' << (cached_normal_ ? 1 : 0) << ' '
+      << bits_of(cached_normal_.value_or(0.0));
+  return out.str();
+}
+
+void TorchGenerator::set_state(const std::string& text) {
+  std::istringstream in(text);
+  std::mt19937 engine;
+  uint64_t seed = 0, normal_bits = 0;
+  int has_normal = -1;
+  in >> engine >> seed >> has_normal >> normal_bits;
+  if (!in || (has_normal != 0 && has_normal != 1) || !(in >> std::ws).eof())
+    throw InputError("not a random generator state");
+  engine_ = engine;
+  seed_ = seed;
+  cached_normal_.reset();
+  if (has_normal) cached_normal_ = double_from_bits(normal_bits);
 }
 
 uint32_t TorchGenerator::random() { return static_cast<uint32_t>(engine_()); }

@@ -18,6 +18,11 @@ class TorchGenerator {
   void manual_seed(uint64_t seed);
   uint64_t initial_seed() const { return seed_; }
 
+  // The whole state as text (the engine's state, the seed, a cached normal) and back, for checkpoints;
+  // set_state throws InputError for text that is not such a state.
+  std::string state() const;
+  void set_state(const std::string& text);
+
   uint32_t random();    // one tempered 32-bit output
   uint64_t random64();  // (a << 32) | b
 

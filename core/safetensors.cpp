@@ -247,7 +247,7 @@ uint64_t read_header_length(const std::string& path, std::ifstream& in, uint64_t
 
 }  // namespace
 
-std::vector<NamedTensor> read_safetensors(const std::string& path) {
+std::vector<NamedTensor> read_safetensors(const std::string& path, std::map<std::string, std::string>* metadata) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) fail(path, "cannot open it");
   const auto file_size = static_cast<uint64_t>(std::streamoff(in.tellg()));
@@ -263,9 +263,10 @@ std::vector<NamedTensor> read_safetensors(const std::string& path) {
   const uint64_t data_start = 8 + header_length, data_size = file_size - data_start;
   std::vector<Entry> entries;
   for (const auto& item : header.items()) {
-    if (item.key() == metadata_key)
+    if (item.key() == metadata_key) {
       check_metadata(path, item.value());
-    else
+      if (metadata) *metadata = item.value().get<std::map<std::string, std::string>>();
+    } else
       entries.push_back(parse_entry(path, item.key(), item.value(), data_size));
   }
   check_layout(path, entries, data_size);

@@ -301,6 +301,24 @@ void for_each_state(const TransformerModel& model, const StateVisitor& visit) {
       });
 }
 
+std::vector<std::pair<std::string, Tensor*>> parameters(TransformerModel& model) {
+  std::vector<std::pair<std::string, Tensor*>> out;
+  visit_state(
+      model,
+      [&](const std::string& name, Tensor& t) {
+        if (name != "pos_encoding.pe") out.emplace_back(name, &t);
+      },
+      [&](const std::string& p, EncoderLayer& l) {
+        for (const char* kind : {"weight", "bias"}) {
+          const bool weight = kind[0] == 'w';
+          out.emplace_back(p + kind + ".q", weight ? &l.query.weight : &l.query.bias);
+          out.emplace_back(p + kind + ".k", weight ? &l.key.weight : &l.key.bias);
+          out.emplace_back(p + kind + ".v", weight ? &l.value.weight : &l.value.bias);
+        }
+      });
+  return out;
+}
+
 std::vector<NamedTensor> state_dict(const TransformerModel& model) {
   std::vector<NamedTensor> out;
   for_each_state(model, [&](const std::string& name, const Shape& shape, const std::vector<const Tensor*>& parts) {

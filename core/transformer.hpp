@@ -85,6 +85,9 @@ std::vector<NamedTensor> state_dict(const TransformerModel& model);
 using StateVisitor =
     std::function<void(const std::string& name, const Shape& shape, const std::vector<const Tensor*>& parts)>;
 void for_each_state(const TransformerModel& model, const StateVisitor& visit);
+// The parameters in named_parameters() order (the state_dict without the pe buffer), for an optimizer;
+// a packed in_proj's three parts as "<name>.q", ".k" and ".v" (optimizers work element by element).
+std::vector<std::pair<std::string, Tensor*>> parameters(TransformerModel& model);
 // Strict load_state_dict: missing, unexpected and wrongly shaped tensors are one InputError listing them.
 TransformerModel load_transformer(const TransformerConfig& config, const std::vector<NamedTensor>& tensors);
 size_t parameter_count(const TransformerModel& model);

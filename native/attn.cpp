@@ -2,9 +2,10 @@
 //   attn tutorial   the first tutorial's attention, stage by stage, with PyTorch's numbers
 //   attn encode     the second tutorial's Transformer classifier on sentences or token ids
 //   attn batch      the same model over a file of any size, streaming (attn merge joins its shards)
+//   attn train      the classifier trained on a task or labelled data, as PyTorch trains it
 //   attn bench      the kernels and the model timed, side by side with PyTorch
 // Exit status: 0 success, 2 bad usage or input (with a message naming the problem), 3 attn batch
-// computed every good item but some items were bad.
+// computed every good item but some items were bad, 130 attn train interrupted (after its checkpoint).
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <new>
@@ -21,16 +22,18 @@ int main(int argc, char** argv) {
   attn::cli::EncodeOptions encode;
   attn::cli::BatchOptions batch;
   attn::cli::MergeOptions merge;
+  attn::cli::TrainOptions train;
   attn::cli::BenchOptions bench;
   attn::cli::add_tutorial_command(app, tutorial);
   attn::cli::add_encode_command(app, encode);
   attn::cli::add_batch_command(app, batch);
   attn::cli::add_merge_command(app, merge);
+  attn::cli::add_train_command(app, train);
   attn::cli::add_bench_command(app, bench);
   try {
     app.parse(argc, argv);
     if (app.get_subcommands().empty())
-      throw attn::InputError("a subcommand is required (tutorial, encode, batch, merge, bench); see 'attn --help'");
+      throw attn::InputError("a subcommand is required (tutorial, encode, batch, merge, train, bench); see 'attn --help'");
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
@@ -45,5 +48,5 @@ int main(int argc, char** argv) {
     std::cerr << "attn: out of memory: the requested sizes do not fit\n";
     return 2;
   }
-  return batch.exit_status;
+  return batch.exit_status ? batch.exit_status : train.exit_status;
 }

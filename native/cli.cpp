@@ -1,5 +1,8 @@
 #include "native/cli.hpp"
 
+#include <cmath>
+#include <cstdlib>
+
 #include <iostream>
 
 #include "core/error.hpp"
@@ -21,6 +24,14 @@ uint64_t parse_seed(const std::string& text) {
   auto seed = parse_torch_seed(text);
   if (!seed) throw InputError("--seed expects an integer in [-2^63, 2^64) as torch.manual_seed accepts, got '" + text + "'");
   return *seed;
+}
+
+double parse_number(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(v))
+    throw InputError(flag + " expects a finite number, got '" + text + "'");
+  return v;
 }
 
 std::vector<std::string> SentenceOptions::resolve(const std::vector<std::string>& fallback) const {

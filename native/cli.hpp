@@ -10,6 +10,8 @@ namespace attn::cli {
 // A decimal integer >= min, or an InputError naming the flag.
 size_t parse_size(const std::string& flag, const std::string& text, size_t min);
 uint64_t parse_seed(const std::string& text);
+// A finite decimal number, or an InputError naming the flag.
+double parse_number(const std::string& flag, const std::string& text);
 
 struct SentenceOptions {
   std::vector<std::string> sentences;

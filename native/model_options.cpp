@@ -28,10 +28,12 @@ double parse_probability(const std::string& flag, const std::string& text) {
 
 }  // namespace
 
-// --config, then the size flags on top of it.
-TransformerConfig model_config(const ModelOptions& o) {
-  Json j = o.config_file.empty() ? Json::object() : read_json_file(o.config_file, "config file");
-  if (!j.is_object()) throw InputError("config file '" + o.config_file + "' must hold a JSON object");
+// `base`, then --config on top of it, then the size flags.
+TransformerConfig model_config(const ModelOptions& o, const Json& base) {
+  const Json file = o.config_file.empty() ? Json::object() : read_json_file(o.config_file, "config file");
+  if (!file.is_object()) throw InputError("config file '" + o.config_file + "' must hold a JSON object");
+  Json j = base;
+  j.update(file);
   const std::pair<const char*, const std::string*> sizes[] = {
       {"vocab_size", &o.vocab_size}, {"d_model", &o.d_model},   {"num_heads", &o.num_heads},
       {"num_layers", &o.num_layers}, {"d_ff", &o.d_ff},         {"max_len", &o.max_len},

@@ -9,7 +9,8 @@
 
 namespace attn::cli {
 
-TransformerConfig model_config(const ModelOptions& o);
+// The config: `base` (a config's JSON keys; empty: the tutorial's defaults), --config over it, then the flags.
+TransformerConfig model_config(const ModelOptions& o, const Json& base = Json::object());
 // The --vocab file, if given.
 std::optional<Vocab> model_vocab(const ModelOptions& o);
 // Seeded (--seed, default 0) or loaded (--weights); vocab_size, when not configured, is `needed`.

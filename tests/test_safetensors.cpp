@@ -142,7 +142,7 @@ TEST_CASE("safetensors files PyTorch wrote read as its float32 values bit for bi
 
 TEST_CASE("malformed safetensors files are refused with a message naming the file and the rule",
           "[safetensors]") {
-  check_malformed("safetensors", attn::read_safetensors);
+  check_malformed("safetensors", [](const std::string& path) { return attn::read_safetensors(path); });
   CHECK_THAT(input_error([] { attn::read_safetensors(fixture("missing.safetensors")); }),
              Catch::Contains("missing.safetensors") && Catch::Contains("cannot open"));
 }

@@ -1,0 +1,382 @@
+// attn train: the classifier trained on a built-in task or a labelled file, as a plain PyTorch loop
+// would train it (core/train.hpp), with a log, checkpoints that --resume continues to the same bytes,
+// and the weights + config + vocabulary triple that attn encode, attn batch and the playground take.
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "core/batch.hpp"
+#include "core/error.hpp"
+#include "core/safetensors.hpp"
+#include "core/train.hpp"
+#include "native/commands.hpp"
+#include "native/model_options.hpp"
+
+namespace attn::cli {
+namespace {
+
+volatile std::sig_atomic_t interrupted = 0;
+extern "C" void on_interrupt(int) { interrupted = 1; }
+
+std::string read_file(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError("cannot read " + what + " '" + path + "'");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// What the run trains on: items, vocabulary, and the model config they imply.
+struct RunData {
+  train::Datasets sets;
+  Vocab vocab;
+  const train::TaskSpec* task = nullptr;
+  TransformerConfig config;
+};
+
+std::vector<train::LabelledLine> read_lines(const std::string& path) {
+  return train::parse_data(path, read_file(path, "data file"));
+}
+
+// Token ids need rows up to the largest id; text needs the vocabulary's rows.
+size_t rows_needed(const Vocab& vocab, const std::vector<train::LabelledLine>& lines) {
+  size_t rows = vocab.size();
+  for (const auto& l : lines)
+    for (int64_t id : l.raw.ids) rows = std::max(rows, size_t(id) + 1);
+  return rows;
+}
+
+RunData load_data(const TrainOptions& o, uint64_t seed) {
+  RunData d;
+  if (!o.task.empty()) {
+    d.task = &train::find_task(o.task);
+    d.sets = train::task_data(*d.task, d.task->train_size, d.task->val_size, seed);
+    d.vocab = Vocab(d.task->tokens);
+    d.config = model_config(o.model, config_to_json(d.task->model));
+    return d;
+  }
+  const auto train_lines = read_lines(o.data);
+  const auto val_lines = o.val_data.empty() ? std::vector<train::LabelledLine>{} : read_lines(o.val_data);
+  if (auto vocab = model_vocab(o.model)) {
+    d.vocab = std::move(*vocab);
+  } else {
+    train::add_words(d.vocab, train_lines);
+    train::add_words(d.vocab, val_lines);
+  }
+  d.config = model_config(o.model);
+  const Json given = o.model.config_file.empty() ? Json::object() : Json::parse(read_file(o.model.config_file, "config file"));
+  if (o.model.vocab_size.empty() && !given.contains("vocab_size"))
+    d.config.vocab_size = std::max(rows_needed(d.vocab, train_lines), rows_needed(d.vocab, val_lines));
+  const batch::ItemRules rules{&d.vocab, d.config.vocab_size, d.config.max_len};
+  d.sets.train = train::make_items(o.data, train_lines, rules);
+  if (!o.val_data.empty()) d.sets.val = train::make_items(o.val_data, val_lines, rules);
+  if (o.model.num_classes.empty() && !given.contains("num_classes"))
+    d.config.num_classes = std::max(train::class_count(d.sets.train), train::class_count(d.sets.val));
+  if (!o.val_fraction.empty())
+    d.sets = train::split_validation(std::move(d.sets.train), parse_number("--val-fraction", o.val_fraction), seed);
+  return d;
+}
+
+std::pair<double, double> parse_betas(const std::string& text) {
+  const auto comma = text.find(',');
+  if (comma == std::string::npos) throw InputError("--betas expects two numbers as B1,B2, got '" + text + "'");
+  return {parse_number("--betas", text.substr(0, comma)), parse_number("--betas", text.substr(comma + 1))};
+}
+
+train::TrainSettings settings_of(const TrainOptions& o, const RunData& d, uint64_t seed) {
+  const train::TaskSpec* t = d.task;
+  train::TrainSettings s;
+  OptimizerSettings& opt = s.optimizer;
+  opt.kind = parse_optimizer(o.optimizer.empty() ? (t ? t->optimizer : "adamw") : o.optimizer);
+  opt.lr = o.lr.empty() ? (t ? t->lr : 1e-3) : parse_number("--lr", o.lr);
+  if (!o.weight_decay.empty()) opt.weight_decay = parse_number("--weight-decay", o.weight_decay);
+  if (!o.momentum.empty()) opt.momentum = parse_number("--momentum", o.momentum);
+  if (!o.dampening.empty()) opt.dampening = parse_number("--dampening", o.dampening);
+  opt.nesterov = o.nesterov;
+  if (!o.betas.empty()) std::tie(opt.beta1, opt.beta2) = parse_betas(o.betas);
+  if (!o.eps.empty()) opt.eps = parse_number("--eps", o.eps);
+  s.batch_size = o.batch_size.empty() ? (t ? t->batch_size : 32) : parse_size("--batch-size", o.batch_size, 1);
+  if (!o.epochs.empty())
+    s.steps = train::steps_for_epochs(parse_size("--epochs", o.epochs, 1), d.sets.train.size(), s.batch_size);
+  else
+    s.steps = o.steps.empty() ? (t ? t->steps : 1000) : parse_size("--steps", o.steps, 1);
+  s.schedule = {parse_schedule(o.schedule), parse_size("--warmup", o.warmup, 0), s.steps};
+  s.shuffle = !o.no_shuffle;
+  s.seed = seed;
+  if (!o.clip_grad_norm.empty()) s.clip_grad_norm = parse_number("--clip-grad-norm", o.clip_grad_norm);
+  s.label_smoothing = parse_number("--label-smoothing", o.label_smoothing);
+  s.mask = o.model.mask.empty() ? (t ? t->mask : MaskKind::padding) : parse_mask_kind(o.model.mask);
+  return s;
+}
+
+Json settings_json(const train::TrainSettings& s) {
+  const OptimizerSettings& o = s.optimizer;
+  return {{"optimizer", int(o.kind)}, {"lr", o.lr}, {"weight_decay", o.weight_decay ? Json(*o.weight_decay) : Json()},
+          {"momentum", o.momentum}, {"dampening", o.dampening}, {"nesterov", o.nesterov}, {"betas", {o.beta1, o.beta2}},
+          {"eps", o.eps}, {"schedule", int(s.schedule.kind)}, {"warmup", s.schedule.warmup}, {"steps", s.steps},
+          {"batch_size", s.batch_size}, {"shuffle", s.shuffle}, {"seed", s.seed}, {"clip_grad_norm", s.clip_grad_norm},
+          {"label_smoothing", s.label_smoothing}, {"mask", mask_kind_name(s.mask)}};
+}
+
+std::string items_hash(const std::vector<train::LabelledItem>& items) {
+  batch::Fnv1a h;
+  for (const auto& item : items) {
+    h.update(item.ids.data(), item.ids.size() * sizeof(int64_t));
+    h.update(&item.label, sizeof item.label);
+  }
+  return h.hex();
+}
+
+// Everything a checkpoint must agree with to be continued; --resume names the first key that differs.
+Json run_identity(const RunData& d, const train::TrainSettings& s, const TransformerModel& initial) {
+  return {{"model", batch::model_identity(initial)}, {"vocabulary", batch::vocab_identity(&d.vocab)},
+          {"training data", items_hash(d.sets.train)}, {"validation data", items_hash(d.sets.val)},
+          {"training settings", settings_json(s)}};
+}
+
+std::string checkpoint_path(const std::string& dir) { return dir + "/checkpoint.safetensors"; }
+
+void save_checkpoint(const std::string& dir, const train::Trainer& trainer, const Json& run) {
+  write_safetensors(checkpoint_path(dir), trainer.checkpoint_tensors(),
+                    {{"attnlab", "train checkpoint"}, {"run", run.dump()}, {"state", trainer.checkpoint_meta().dump()}});
+}
+
+// Reads the checkpoint through the same checks as any weights file, then its identity.
+void resume(const std::string& dir, train::Trainer& trainer, const Json& run) {
+  const std::string path = checkpoint_path(dir);
+  std::map<std::string, std::string> meta;
+  const auto tensors = read_safetensors(path, &meta);
+  if (meta["attnlab"] != "train checkpoint") throw InputError("'" + path + "' is not an attn train checkpoint");
+  Json saved_run, state;
+  try {
+    saved_run = Json::parse(meta["run"]);
+    state = Json::parse(meta["state"]);
+  } catch (const Json::exception&) {
+    throw InputError("'" + path + "': its run description is not valid JSON");
+  }
+  for (const auto& [key, value] : run.items())
+    if (!saved_run.contains(key) || saved_run[key] != value)
+      throw InputError("'" + path + "' was written by another run: its " + key +
+                       " differs from this run's; start without --resume, or with the same options and files");
+  trainer.restore(tensors, state);
+}
+
+// The log so far, cut back to the records of the first `steps` steps (a resumed run rewrites the rest).
+void cut_log(const std::string& path, size_t steps) {
+  std::istringstream in(read_file(path, "log"));
+  std::string kept, line;
+  while (std::getline(in, line)) {
+    Json r;
+    try {
+      r = Json::parse(line);
+    } catch (const Json::exception&) {
+      break;  // a line cut short when the run was killed
+    }
+    if (!r.contains("step") || !r["step"].is_number_unsigned() || r["step"].get<size_t>() > steps) break;
+    kept += line + '\n';
+  }
+  write_file_atomically(path, [&](std::ostream& s) { s << kept; });
+}
+
+std::string duration(double seconds) {
+  const long s = long(seconds + 0.5);
+  char text[32];
+  std::snprintf(text, sizeof text, "%ld:%02ld", s / 60, s % 60);
+  return text;
+}
+
+class Run {
+ public:
+  Run(const TrainOptions& o, RunData data, train::Trainer& trainer)
+      : o_(o), data_(std::move(data)), trainer_(trainer), progress_(!o.quiet && isatty(STDERR_FILENO)) {}
+
+  // Steps until the end or an interruption; returns the exit status.
+  int operator()(size_t eval_every) {
+    if (!o_.log.empty()) log_.open(o_.log, std::ios::binary | std::ios::app);
+    if (!o_.log.empty() && !log_) throw InputError("cannot write log '" + o_.log + "'");
+    const size_t total = trainer_.settings().steps, every = parse_size("--checkpoint-every", o_.checkpoint_every, 1);
+    while (trainer_.steps_done() < total) {
+      last_ = trainer_.step();
+      write(train::record_json(last_));
+      const size_t done = trainer_.steps_done();
+      if (!data_.sets.val.empty() && (done == total || (eval_every && done % eval_every == 0))) {
+        val_ = train::evaluate(trainer_.model(), data_.sets.val, trainer_.settings().mask, trainer_.settings().batch_size);
+        val_->step = done;
+        write(train::record_json(*val_));
+      }
+      if (!o_.checkpoint.empty() && (done % every == 0 || done == total || interrupted))
+        save_checkpoint(o_.checkpoint, trainer_, run_);
+      show(done, total);
+      if (interrupted) return stop(done);
+    }
+    if (progress_) std::cerr << '\n';
+    return 0;
+  }
+
+  void set_identity(Json run) { run_ = std::move(run); }
+  const train::StepRecord& last() const { return last_; }
+  const std::optional<train::EvalRecord>& validation() const { return val_; }
+  double seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  void write(const Json& record) {
+    if (!log_.is_open()) return;
+    log_ << record.dump() << '\n';
+    log_.flush();
+    if (!log_) throw InputError("cannot write log '" + o_.log + "'");
+  }
+
+  void show(size_t done, size_t total) {
+    if (!progress_ || (Clock::now() - shown_ < std::chrono::milliseconds(200) && done != total)) return;
+    shown_ = Clock::now();
+    const double rate = double(done - first_) / std::max(seconds(), 1e-9);
+    char line[160];
+    std::snprintf(line, sizeof line, "\rstep %zu/%zu  loss %.4f  accuracy %5.1f%%  %.1f steps/s  ETA %s   ", done,
+                  total, double(last_.loss), 100 * last_.accuracy, rate, duration(double(total - done) / rate).c_str());
+    std::cerr << line << std::flush;
+  }
+
+  int stop(size_t done) {
+    std::cerr << (progress_ ? "\n" : "") << "attn: interrupted after step " << done
+              << (o_.checkpoint.empty() ? "; nothing written (give --checkpoint DIR to keep a run)"
+                                        : "; checkpoint in '" + o_.checkpoint + "' (continue with --resume)")
+              << '\n';
+    return 130;
+  }
+
+  const TrainOptions& o_;
+  RunData data_;
+  train::Trainer& trainer_;
+  const bool progress_;
+  std::ofstream log_;
+  Json run_;
+  train::StepRecord last_;
+  std::optional<train::EvalRecord> val_;
+  const Clock::time_point start_ = Clock::now();
+  Clock::time_point shown_{};
+  size_t first_ = trainer_.steps_done();
+};
+
+void write_outputs(const TrainOptions& o, const train::Trainer& trainer, const Vocab& vocab) {
+  if (!o.save_weights.empty()) write_safetensors(o.save_weights, state_dict(trainer.model()));
+  if (!o.save_config.empty())
+    write_file_atomically(o.save_config, [&](std::ostream& s) { s << config_to_json(trainer.model().config).dump(2) << '\n'; });
+  if (!o.save_vocab.empty()) write_file_atomically(o.save_vocab, [&](std::ostream& s) { s << batch::vocab_json(vocab); });
+  if (!o.save_grads.empty()) {
+    std::vector<NamedTensor> grads;
+    for (auto& t : state_dict(trainer.gradients()))
+      if (t.name != "pos_encoding.pe") grads.push_back(std::move(t));  // a buffer: no gradient
+    write_safetensors(o.save_grads, grads);
+  }
+}
+
+void check_options(const TrainOptions& o) {
+  if (o.task.empty() == o.data.empty()) throw InputError("give --task NAME or --data FILE (one of them)");
+  if (!o.task.empty() && (!o.val_data.empty() || !o.val_fraction.empty()))
+    throw InputError("--task brings its own validation items; --val-data and --val-fraction apply to --data");
+  if (!o.val_data.empty() && !o.val_fraction.empty()) throw InputError("give --val-data or --val-fraction, not both");
+  if (o.resume && o.checkpoint.empty()) throw InputError("--resume needs --checkpoint DIR");
+  if (o.model.encoder_only) throw InputError("--encoder-only: attn train trains the classifier head");
+  if (o.model.train) throw InputError("--train is not meaningful here: attn train always trains");
+}
+
+void summarize(const Run& run, size_t steps) {
+  std::printf("trained %zu steps in %.1f s: loss %.4f, accuracy %.1f%% on the last batch", steps, run.seconds(),
+              double(run.last().loss), 100 * run.last().accuracy);
+  if (run.validation())
+    std::printf("; validation loss %.4f, accuracy %.1f%%", double(run.validation()->loss),
+                100 * run.validation()->accuracy);
+  std::printf("\n");
+}
+
+void run_train(TrainOptions& o) {
+  check_options(o);
+  const uint64_t seed = o.model.seed.empty() ? 0 : parse_seed(o.model.seed);
+  RunData data = load_data(o, seed);
+  const train::TrainSettings settings = settings_of(o, data, seed);
+  if (!o.save_data.empty())
+    write_file_atomically(o.save_data, [&](std::ostream& s) { s << train::data_jsonl(data.sets.train); });
+  if (!o.save_val_data.empty())
+    write_file_atomically(o.save_val_data, [&](std::ostream& s) { s << train::data_jsonl(data.sets.val); });
+  TorchGenerator gen(seed);
+  TransformerModel model = build_model(o.model, data.config, data.vocab.size(), gen);
+  const Json identity = run_identity(data, settings, model);
+  const Vocab vocab = data.vocab;
+  train::Trainer trainer(std::move(model), data.sets.train, settings, gen);
+  if (!o.checkpoint.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(o.checkpoint, error);
+    if (error) throw InputError("cannot make checkpoint folder '" + o.checkpoint + "': " + error.message());
+  }
+  if (o.resume) {
+    resume(o.checkpoint, trainer, identity);
+    if (!o.log.empty()) cut_log(o.log, trainer.steps_done());
+  } else if (!o.log.empty()) {
+    write_file_atomically(o.log, [](std::ostream&) {});
+  }
+  const size_t eval_every = o.eval_every.empty() ? 0 : parse_size("--eval-every", o.eval_every, 1);
+  Run run(o, std::move(data), trainer);
+  run.set_identity(identity);
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+  o.exit_status = run(eval_every);
+  if (o.exit_status != 0) return;
+  write_outputs(o, trainer, vocab);
+  if (!o.quiet) summarize(run, settings.steps);
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app, TrainOptions& o) {
+  CLI::App* cmd = app.add_subcommand("train", "train the classifier on a built-in task or a labelled file, as "
+                                              "PyTorch would (same seed, same losses)");
+  o.model.mask = "";  // empty: the task's mask, else padding
+  add_model_options(*cmd, o.model);
+  auto* task = cmd->add_option("--task", o.task, "built-in task: duplicate, brackets or places");
+  cmd->add_option("--data", o.data, "labelled data: JSON Lines {\"text\"|\"ids\", \"label\"} or TSV label<TAB>sentence")
+      ->excludes(task);
+  cmd->add_option("--val-data", o.val_data, "validation data, in the same formats");
+  cmd->add_option("--val-fraction", o.val_fraction, "hold out this share of --data for validation (seeded)");
+  cmd->add_option("--save-data", o.save_data, "write the training items as JSON Lines (a --task's, or what "
+                                              "--val-fraction left of --data)");
+  cmd->add_option("--save-val-data", o.save_val_data, "write the validation items as JSON Lines");
+  auto* steps = cmd->add_option("--steps", o.steps, "optimizer steps (default: the task's, else 1000)");
+  cmd->add_option("--epochs", o.epochs, "passes over the training data, as steps")->excludes(steps);
+  cmd->add_option("--batch-size", o.batch_size, "items per step (default: the task's, else 32)");
+  cmd->add_option("--optimizer", o.optimizer, "sgd | adam | adamw (default: the task's, else adamw)");
+  cmd->add_option("--lr", o.lr, "learning rate (default: the task's, else 0.001)");
+  cmd->add_option("--weight-decay", o.weight_decay, "weight decay (default: torch.optim's: 0, AdamW 0.01)");
+  cmd->add_option("--momentum", o.momentum, "SGD momentum (default 0)");
+  cmd->add_option("--dampening", o.dampening, "SGD dampening (default 0)");
+  cmd->add_flag("--nesterov", o.nesterov, "SGD with Nesterov momentum");
+  cmd->add_option("--betas", o.betas, "Adam/AdamW betas as B1,B2 (default 0.9,0.999)");
+  cmd->add_option("--eps", o.eps, "Adam/AdamW eps (default 1e-8)");
+  cmd->add_option("--clip-grad-norm", o.clip_grad_norm, "clip the gradients' total 2-norm to this (clip_grad_norm_)");
+  cmd->add_option("--schedule", o.schedule, "constant | cosine (linear warm-up, then cosine decay to 0)")
+      ->capture_default_str();
+  cmd->add_option("--warmup", o.warmup, "linear warm-up steps")->capture_default_str();
+  cmd->add_option("--label-smoothing", o.label_smoothing, "F.cross_entropy's label_smoothing")->capture_default_str();
+  cmd->add_flag("--no-shuffle", o.no_shuffle, "batch k holds items k*B ... k*B+B-1 in file order (cycling)");
+  cmd->add_option("--eval-every", o.eval_every, "evaluate on the validation items every N steps (and at the end)");
+  cmd->add_option("--log", o.log, "JSON Lines: one record per step and one per evaluation");
+  cmd->add_option("--save-weights", o.save_weights, "write the trained state_dict (safetensors)");
+  cmd->add_option("--save-config", o.save_config, "write the model config (JSON, for --config)");
+  cmd->add_option("--save-vocab", o.save_vocab, "write the vocabulary (JSON, for --vocab)");
+  cmd->add_option("--save-grads", o.save_grads, "write the last step's gradients (safetensors, state_dict names)");
+  cmd->add_option("--checkpoint", o.checkpoint, "keep a checkpoint in this folder (every --checkpoint-every steps, "
+                                                "at the end and at Ctrl-C)");
+  cmd->add_option("--checkpoint-every", o.checkpoint_every, "steps between checkpoints")->capture_default_str();
+  cmd->add_flag("--resume", o.resume, "continue the run in --checkpoint DIR (to the same bytes)");
+  cmd->add_flag("--quiet", o.quiet, "no progress line and no summary");
+  cmd->callback([&o] { run_train(o); });
+}
+
+}  // namespace attn::cli
