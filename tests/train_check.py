@@ -31,9 +31,17 @@ import torch
 import torch.nn.functional as F
 
 HERE = pathlib.Path(__file__).resolve().parent
-_spec = importlib.util.spec_from_file_location("fixture_transformer", HERE / "torchgen" / "transformer.py")
-T = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(T)
+
+
+def load(name):  # by path: PyTorch ships a package named torchgen
+    spec = importlib.util.spec_from_file_location(f"fixture_{name}", HERE / "torchgen" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+T = load("transformer")
+LOOP = load("train_loop")  # its schedule and batch order
 failures = []
 
 
@@ -80,15 +88,6 @@ def labelled_file(path, count, seed):
     return [json.loads(line) for line in lines]
 
 
-def cosine(warmup, total):
-    def f(step):
-        if step < warmup:
-            return float(step) / float(max(1, warmup))
-        progress = float(step - warmup) / float(max(1, total - warmup))
-        return max(0.0, 0.5 * (1.0 + math.cos(math.pi * 0.5 * 2.0 * progress)))
-    return f
-
-
 def torch_loop(items, seed, steps, batch_size, val_fraction, lr, clip, warmup, cfg):
     vocab = {"[PAD]": 0}
     for item in items:
@@ -103,14 +102,10 @@ def torch_loop(items, seed, steps, batch_size, val_fraction, lr, clip, warmup, c
     torch.manual_seed(seed)
     model = T.TransformerClassifier(vocab_size=len(vocab), **cfg).train()
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, cosine(warmup, steps))
-    g = torch.Generator().manual_seed(seed)
-    stream = []
-    while len(stream) < steps * batch_size:
-        stream += torch.randperm(len(train), generator=g).tolist()
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, LOOP.cosine(warmup, steps))
     losses = []
-    for step in range(steps):
-        batch = [train[i] for i in stream[step * batch_size:(step + 1) * batch_size]]
+    for positions in LOOP.batches(len(train), batch_size, seed, True, steps):
+        batch = [train[i] for i in positions]
         seq = max(len(ids[i]) for i in batch)
         x = torch.tensor([ids[i] + [0] * (seq - len(ids[i])) for i in batch])
         y = torch.tensor([labels[i] for i in batch])
@@ -223,7 +218,7 @@ def section_resume(attn, tmp):
 DOCUMENTED_ACCURACY = {"duplicate": 0.95, "brackets": 0.95, "places": 0.95}
 
 
-def twin_attention(model, items, vocab):
+def twin_attention(model, items, vocab, mask):
     """The largest, over layers, heads and the two directions (later to earlier twin, earlier to later), mean
     attention from a repeated token to its twin."""
     best = 0.0
@@ -242,7 +237,7 @@ def twin_attention(model, items, vocab):
                 continue
             T.STAGES.clear()
             x = torch.tensor([ids])
-            model(x, T.make_mask("padding", x).unsqueeze(1))
+            model(x, T.make_mask(mask, x).unsqueeze(1))
             count += 1
             for name, w in T.STAGES.items():
                 if name.endswith("attention_weights"):
@@ -275,7 +270,7 @@ def section_tasks(attn, tmp):
         model = T.TransformerClassifier(vocab_size=config["vocab_size"], **kw).eval()
         model.load_state_dict(read_safetensors(files["weights"]), strict=True)
         items = [json.loads(line) for line in pathlib.Path(files["val"]).read_text().splitlines()]
-        best, count = twin_attention(model, items, vocab)
+        best, count = twin_attention(model, items, vocab, "padding+causal")  # the task's mask
         check(best >= 0.5, f"duplicate: a head attends between twins, {best:.3f} on average over {count} items")
 
 

@@ -83,13 +83,13 @@ def _draw(g, m):
     return int(torch.randint(0, m, (1,), generator=g))
 
 
-SYMBOLS = [chr(ord("a") + i) for i in range(16)]
+SYMBOLS = [chr(ord("a") + i) for i in range(26)] + [chr(ord("A") + i) for i in range(6)]
 
 
 def _duplicate(g, i):
     label = i % 2
     length = 4 + _draw(g, 7)
-    perm = torch.randperm(16, generator=g).tolist()
+    perm = torch.randperm(32, generator=g).tolist()
     if label == 0:
         symbols = perm[:length]
     else:
