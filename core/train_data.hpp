@@ -110,7 +110,6 @@ class BatchOrder {
 
   size_t n_, batch_size_;
   bool shuffle_;
-  uint64_t seed_;
   TorchGenerator generator_;
   size_t next_epoch_ = 0;      // the epoch whose permutation the generator draws next
   std::vector<size_t> perm_;   // epoch next_epoch_ - 1's, once drawn

@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/fast_kernels.hpp"
 #include "core/threads.hpp"
+#include "core/train.hpp"
 #include "core/tutorial.hpp"
 #include "native/cli.hpp"
 #if defined(ATTN_HAVE_BACKENDS)
@@ -215,8 +216,41 @@ void bench_gemm(Context& c) {
   }
 }
 
+// One training step (forward in train mode with dropout 0.1, backward, AdamW) of the tutorial's classifier
+// on B items of S tokens, by the exact path: the tutorial classifier's size, and the encoder's.
+void bench_train(Context& c) {
+  struct Size {
+    size_t d, heads, layers, vocab, batch, seq;
+  };
+  const std::vector<Size> sizes = c.options.quick ? std::vector<Size>{{32, 4, 1, 100, 4, 8}}
+                                                  : std::vector<Size>{{128, 8, 4, 1000, 32, 16}, {512, 8, 6, 1000, 8, 128}};
+  for (const Size& z : sizes) {
+    TransformerConfig config;
+    config.vocab_size = z.vocab, config.d_model = z.d, config.num_heads = z.heads, config.num_layers = z.layers;
+    config.max_len = z.seq, config.num_classes = 5;
+    TorchGenerator gen(0);
+    TransformerModel model = init_transformer(config, gen);
+    std::vector<train::LabelledItem> items(z.batch);
+    std::mt19937 draw(1);
+    for (size_t i = 0; i < items.size(); ++i) {
+      items[i].line = i + 1, items[i].label = int64_t(i % 5);
+      for (size_t s = 0; s < z.seq; ++s) items[i].ids.push_back(int64_t(1 + draw() % (z.vocab - 1)));
+    }
+    train::TrainSettings settings;
+    settings.steps = size_t(1) << 30, settings.batch_size = z.batch, settings.shuffle = false;
+    train::Trainer trainer(std::move(model), items, settings, gen);
+    const Timing t = measure([&] { trainer.step(); }, c.budget);
+    const double rows = double(z.batch * z.seq), d = double(z.d), ff = 4 * d;
+    const double forward = double(z.layers) * (rows * (8 * d * d + 4 * d * ff) + 4.0 * rows * double(z.seq) * d);
+    c.report("train", {{"batch", z.batch}, {"seq", z.seq}, {"d_model", z.d}, {"heads", z.heads}, {"layers", z.layers},
+                       {"vocab", z.vocab}},
+             t, 3 * forward, {{"steps_per_s", 1 / median(t.seconds)}});
+  }
+}
+
 const std::vector<std::pair<std::string, void (*)(Context&)>> all_cases = {
-    {"tutorial", bench_tutorial}, {"sdpa", bench_sdpa}, {"mha", bench_mha}, {"encoder", bench_encoder}, {"gemm", bench_gemm}};
+    {"tutorial", bench_tutorial}, {"sdpa", bench_sdpa}, {"mha", bench_mha}, {"encoder", bench_encoder},
+    {"gemm", bench_gemm},         {"train", bench_train}};
 
 // ---------------------------------------------------------------------------------------------
 // PyTorch side by side
@@ -278,6 +312,10 @@ std::string format_row(const Json& r) {
   std::string out = line;
   if (r.contains("fraction_of_peak")) out += "  " + std::to_string(int(std::lround(100 * r["fraction_of_peak"].get<double>()))) + "% of peak";
   if (r.contains("tokens_per_s")) out += "  " + std::to_string(std::lround(r["tokens_per_s"].get<double>())) + " tokens/s";
+  if (r.contains("steps_per_s")) {
+    std::snprintf(line, sizeof line, "  %.1f steps/s", r["steps_per_s"].get<double>());
+    out += line;
+  }
   if (r.contains("speedup")) {
     std::snprintf(line, sizeof line, "  | torch %.4g ms: %.2fx, memory %.1f MB", r["torch_median_s"].get<double>() * 1e3,
                   r["speedup"].get<double>(), r["torch_extra_memory_mb"].get<double>());
@@ -289,7 +327,7 @@ std::string format_row(const Json& r) {
 }  // namespace
 
 void add_bench_options(CLI::App& cmd, BenchOptions& o) {
-  cmd.add_option("cases", o.cases, "tutorial, sdpa, mha, encoder, gemm (default: all)");
+  cmd.add_option("cases", o.cases, "tutorial, sdpa, mha, encoder, gemm, train (default: all)");
   cmd.add_option("--threads", o.threads, "threads (default: the number of cores)");
   cmd.add_option("--isa", o.isa, "force the kernels' instruction set: avx512, avx2, sse4.2");
   cmd.add_option("--backend", o.backend, "compute backend of the sdpa, mha and encoder cases (cpu, gl, cuda, auto)");
@@ -308,7 +346,7 @@ void add_bench_command(CLI::App& app, BenchOptions& o) {
 void run_bench(const BenchOptions& o) {
   for (const std::string& name : o.cases)
     if (std::none_of(all_cases.begin(), all_cases.end(), [&](const auto& c) { return c.first == name; }))
-      throw InputError("unknown benchmark case '" + name + "' (expected tutorial, sdpa, mha, encoder or gemm)");
+      throw InputError("unknown benchmark case '" + name + "' (expected tutorial, sdpa, mha, encoder, gemm or train)");
   if (!o.isa.empty()) set_kernel_isa(o.isa);
   const size_t threads = o.threads.empty() ? hardware_threads() : parse_size("--threads", o.threads, 1);
   ThreadPool pool(threads);

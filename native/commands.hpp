@@ -22,7 +22,8 @@ struct ModelOptions {
       pooling, layer_style;
   bool norm_first = false, post_norm = false, encoder_only = false, train = false;
 };
-void add_model_options(CLI::App& cmd, ModelOptions& o);
+// With `seed_with_weights`, --seed may join --weights (it seeds what else draws: attn train's dropout and order).
+void add_model_options(CLI::App& cmd, ModelOptions& o, bool seed_with_weights = false);
 
 struct EncodeOptions {
   ModelOptions model;

@@ -61,13 +61,14 @@ TransformerModel build_model(const ModelOptions& o, TransformerConfig config, si
   return init_transformer(config, gen);
 }
 
-void add_model_options(CLI::App& app, ModelOptions& o) {
+void add_model_options(CLI::App& app, ModelOptions& o, bool seed_with_weights) {
   CLI::App* cmd = &app;
   cmd->add_option("--config", o.config_file, "model config JSON: vocab_size, d_model, num_heads, num_layers, d_ff, "
                                              "max_len, num_classes, dropout, norm_first, activation, pooling, "
                                              "layer_style, final_norm, classifier_head");
   auto* seed = cmd->add_option("--seed", o.seed, "initialise as PyTorch does after torch.manual_seed(N) (default 0)");
-  cmd->add_option("--weights", o.weights, "load a PyTorch state_dict saved as safetensors")->excludes(seed);
+  auto* weights = cmd->add_option("--weights", o.weights, "load a PyTorch state_dict saved as safetensors");
+  if (!seed_with_weights) weights->excludes(seed);
   cmd->add_option("--vocab", o.vocab, "vocabulary JSON {token: id}; default: built from the sentences");
   cmd->add_option("--mask", o.mask, "none | padding | causal | padding+causal")->capture_default_str();
   cmd->add_option("--vocab-size", o.vocab_size, "embedding rows (default: what the input needs)");

@@ -339,7 +339,7 @@ void add_train_command(CLI::App& app, TrainOptions& o) {
   CLI::App* cmd = app.add_subcommand("train", "train the classifier on a built-in task or a labelled file, as "
                                               "PyTorch would (same seed, same losses)");
   o.model.mask = "";  // empty: the task's mask, else padding
-  add_model_options(*cmd, o.model);
+  add_model_options(*cmd, o.model, true);
   auto* task = cmd->add_option("--task", o.task, "built-in task: duplicate, brackets or places");
   cmd->add_option("--data", o.data, "labelled data: JSON Lines {\"text\"|\"ids\", \"label\"} or TSV label<TAB>sentence")
       ->excludes(task);

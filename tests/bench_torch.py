@@ -4,8 +4,8 @@
 `attn bench --torch` runs this with PyTorch's best settings for its own process: OPENBLAS_CORETYPE
 and OPENBLAS_L2_SIZE unset (else OpenBLAS picks its slower AVX2 kernel), OMP_WAIT_POLICY=PASSIVE for
 2 threads (else OpenMP workers spin against OpenBLAS's), and here torch.set_num_threads(N) plus
-OpenBLAS's own pool limited to N through threadpoolctl. Every case runs under torch.no_grad() in eval
-mode; the encoder reports the faster of the tutorial's modules and nn.TransformerEncoder (its fast path).
+OpenBLAS's own pool limited to N through threadpoolctl. Every case but train runs under torch.no_grad()
+in eval mode (train times a whole step: forward, backward, AdamW); the encoder reports the faster of the tutorial's modules and nn.TransformerEncoder (its fast path).
 Usage: bench_torch.py --threads N [--quick] [case ...]
 """
 import argparse
@@ -175,8 +175,41 @@ def bench_gemm(args):
     return out
 
 
+def bench_train(args):
+    """One training step of the tutorial's classifier: train-mode forward (dropout 0.1), cross-entropy,
+    backward, AdamW; the sizes of attn bench's train case."""
+    import importlib.util
+    import pathlib
+    spec = importlib.util.spec_from_file_location("fixture_transformer",
+                                                  pathlib.Path(__file__).with_name("torchgen") / "transformer.py")
+    tutorial = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tutorial)
+    tutorial.rec = lambda name, t: None  # the stage recorder's copies are not part of a step
+    sizes = [(32, 4, 1, 100, 4, 8)] if args.quick else [(128, 8, 4, 1000, 32, 16), (512, 8, 6, 1000, 8, 128)]
+    out = []
+    with torch.enable_grad():
+        for d, heads, layers, vocab, b, s in sizes:
+            model = tutorial.TransformerClassifier(vocab, d, heads, layers, 5, max_len=s).train()
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+            x = torch.randint(1, vocab, (b, s))
+            y = torch.arange(b) % 5
+            mask = (x != 0).unsqueeze(1).expand(b, s, s).unsqueeze(1)
+
+            def step():
+                loss = nn.functional.cross_entropy(model(x, mask), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            samples, extra = measure(step, args.budget)
+            rows, ff = b * s, 4 * d
+            flops = 3 * layers * (rows * (8 * d * d + 4 * d * ff) + 4.0 * rows * s * d)
+            params = {"batch": b, "seq": s, "d_model": d, "heads": heads, "layers": layers, "vocab": vocab}
+            out.append(result("train", params, samples, extra, flops, steps_per_s=1 / statistics.median(samples)))
+    return out
+
+
 CASES = {"tutorial": bench_tutorial, "sdpa": bench_sdpa, "mha": bench_mha, "encoder": bench_encoder,
-         "gemm": bench_gemm}
+         "gemm": bench_gemm, "train": bench_train}
 
 
 def blas_description():
