@@ -97,7 +97,7 @@ StepRecord Trainer::step() {
     throw InputError("the loss became " + std::string(std::isnan(r.loss) ? "NaN" : "infinite") + " at step " +
                      std::to_string(r.step) + "; stopped before updating (try a lower learning rate or clipping)");
   r.accuracy = double(correct(logits, b.labels)) / double(b.batch);
-  grads_ = zeros_like(model_);
+  for (auto& [name, grad] : parameters(grads_)) grad->fill(0.0f);  // optimizer.zero_grad(), in place
   classifier_backward(model_, saved, grad_logits, grads_);
   const std::vector<ParamSlot> params = slots(model_, grads_);
   r.grad_norm = settings_.clip_grad_norm > 0 ? clip_grad_norm(params, settings_.clip_grad_norm) : grad_norm(params);
