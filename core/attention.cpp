@@ -1,5 +1,6 @@
 #include "core/attention.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -75,11 +76,16 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor* bias) {
 
 namespace {
 
-// [rows, cols] → [cols, rows]: the operand autograd's mm takes transposed, laid out for matmul.
+// [rows, cols] → [cols, rows]: the operand autograd's mm takes transposed, laid out for matmul. In
+// tiles, writing along the output's rows: power-of-two strides would otherwise evict each other's lines.
 Tensor transposed(const float* x, size_t rows, size_t cols) {
   Tensor out = Tensor::from_shape({cols, rows});
-  for (size_t r = 0; r < rows; ++r)
-    for (size_t c = 0; c < cols; ++c) out.data()[c * rows + r] = x[r * cols + c];
+  constexpr size_t tile = 16;
+  float* y = out.data();
+  for (size_t c0 = 0; c0 < cols; c0 += tile)
+    for (size_t r0 = 0; r0 < rows; r0 += tile)
+      for (size_t c = c0; c < std::min(cols, c0 + tile); ++c)
+        for (size_t r = r0; r < std::min(rows, r0 + tile); ++r) y[c * rows + r] = x[r * cols + c];
   return out;
 }
 

@@ -133,24 +133,36 @@ float tensor_sum(const float* x, size_t n) {
 
 namespace {
 
-Gemm exact_gemm(const float* a, const float* b, float* c, size_t m, size_t k, size_t n, bool b_transposed) {
+thread_local Rounding product_rounding = Rounding::exact;
+thread_local ThreadPool* product_pool = nullptr;
+
+void product(const float* a, const float* b, float* c, size_t m, size_t k, size_t n, bool b_transposed) {
   Gemm g;
   g.m = m, g.n = n, g.k = k;
   g.a = a, g.lda = k;
   g.b = b, g.ldb = b_transposed ? k : n, g.b_transposed = b_transposed;
   g.c = c, g.ldc = n;
-  g.rounding = Rounding::exact;
-  return g;
+  g.rounding = product_rounding;
+  gemm(g, product_pool);
 }
 
 }  // namespace
 
-void matmul(const float* a, const float* b, float* c, size_t m, size_t k, size_t n) {
-  gemm(exact_gemm(a, b, c, m, k, n, false));
+ProductMode::ProductMode(Rounding rounding, ThreadPool* pool)
+    : previous_rounding_(product_rounding), previous_pool_(product_pool) {
+  product_rounding = rounding;
+  product_pool = pool;
 }
 
+ProductMode::~ProductMode() {
+  product_rounding = previous_rounding_;
+  product_pool = previous_pool_;
+}
+
+void matmul(const float* a, const float* b, float* c, size_t m, size_t k, size_t n) { product(a, b, c, m, k, n, false); }
+
 void matmul_nt(const float* a, const float* b, float* c, size_t m, size_t k, size_t n) {
-  gemm(exact_gemm(a, b, c, m, k, n, true));
+  product(a, b, c, m, k, n, true);
 }
 
 void multiply_scalar(float* x, size_t n, float s) {

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/fast_kernels.hpp"
+
 namespace attn {
 
 // C[m,n] = A[m,k] · B[k,n]. Each element is c = c + a·b over k in order, each product and sum
@@ -13,6 +15,21 @@ namespace attn {
 void matmul(const float* a, const float* b, float* c, size_t m, size_t k, size_t n);
 // C[m,n] = A[m,k] · B[n,k]ᵀ (nn.Linear's weight layout, QKᵀ).
 void matmul_nt(const float* a, const float* b, float* c, size_t m, size_t k, size_t n);
+// How matmul and matmul_nt compute on this thread while one is in scope (the previous one is restored
+// after): Rounding::exact by default, on the calling thread. The training fast path (attn train
+// --backend cpu) fuses the products; either may spread them over a pool, which leaves every bit as is
+// (each element's sum keeps its order).
+class ProductMode {
+ public:
+  ProductMode(Rounding rounding, ThreadPool* pool);
+  ~ProductMode();
+  ProductMode(const ProductMode&) = delete;
+  ProductMode& operator=(const ProductMode&) = delete;
+
+ private:
+  Rounding previous_rounding_;
+  ThreadPool* previous_pool_;
+};
 void multiply_scalar(float* x, size_t n, float s);  // x ⊗ s, as tensor * python float
 void divide_scalar(float* x, size_t n, float s);    // x ⊘ s (a true division, as PyTorch's div)
 void add(const float* a, const float* b, float* c, size_t n);

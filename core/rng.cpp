@@ -121,6 +121,51 @@ void normal_fill_16(float* d, float mean, float stddev) {
 
 }  // namespace
 
+void Mt19937::seed(uint32_t seed) {
+  state_[0] = seed;
+  for (size_t i = 1; i < state_size; ++i) state_[i] = 1812433253u * (state_[i - 1] ^ (state_[i - 1] >> 30)) + uint32_t(i);
+  index_ = state_size;
+}
+
+// The recurrence in the three ranges where each word reads only words of the same generation, so
+// each loop vectorises.
+void Mt19937::twist() {
+  constexpr size_t shift = 397, split = state_size - shift;
+  const auto next = [](uint32_t upper, uint32_t lower, uint32_t far) {
+    const uint32_t y = (upper & 0x80000000u) | (lower & 0x7fffffffu);
+    return far ^ (y >> 1) ^ ((y & 1u) ? 0x9908b0dfu : 0u);
+  };
+  for (size_t i = 0; i < split; ++i) state_[i] = next(state_[i], state_[i + 1], state_[i + shift]);
+  for (size_t i = split; i < state_size - 1; ++i) state_[i] = next(state_[i], state_[i + 1], state_[i - split]);
+  state_[state_size - 1] = next(state_[state_size - 1], state_[0], state_[shift - 1]);
+  index_ = 0;
+}
+
+void Mt19937::fill(uint32_t* out, size_t count) {
+  while (count > 0) {
+    if (index_ == state_size) twist();
+    const size_t m = std::min(count, state_size - index_);
+    for (size_t i = 0; i < m; ++i) out[i] = temper(state_[index_ + i]);
+    index_ += m, out += m, count -= m;
+  }
+}
+
+std::string Mt19937::text() const {
+  std::ostringstream out;
+  for (uint32_t word : state_) out << word << ' ';
+  out << index_;
+  return out.str();
+}
+
+bool Mt19937::parse(std::istream& in) {
+  Mt19937 read;
+  for (uint32_t& word : read.state_) in >> word;
+  in >> read.index_;
+  if (!in || read.index_ > state_size) return false;
+  *this = read;
+  return true;
+}
+
 void TorchGenerator::manual_seed(uint64_t seed) {
   seed_ = seed;
   engine_.seed(static_cast<uint32_t>(seed));  // torch keeps 64 bits but seeds with the low 32
@@ -129,18 +174,19 @@ void TorchGenerator::manual_seed(uint64_t seed) {
 
 std::string TorchGenerator::state() const {
   std::ostringstream out;
-  out << engine_ << ' ' << seed_ << ' ' << (cached_normal_ ? 1 : 0) << ' '
+  out << engine_.text() << ' ' << seed_ << ' ' << (cached_normal_ ? 1 : 0) << ' '
       << bits_of(cached_normal_.value_or(0.0));
   return out.str();
 }
 
 void TorchGenerator::set_state(const std::string& text) {
   std::istringstream in(text);
-  std::mt19937 engine;
+  Mt19937 engine;
   uint64_t seed = 0, normal_bits = 0;
   int has_normal = -1;
-  in >> engine >> seed >> has_normal >> normal_bits;
-  if (!in || (has_normal != 0 && has_normal != 1) || !(in >> std::ws).eof())
+  const bool parsed = engine.parse(in);
+  in >> seed >> has_normal >> normal_bits;
+  if (!parsed || !in || (has_normal != 0 && has_normal != 1) || !(in >> std::ws).eof())
     throw InputError("not a random generator state");
   engine_ = engine;
   seed_ = seed;
@@ -148,7 +194,7 @@ void TorchGenerator::set_state(const std::string& text) {
   if (has_normal) cached_normal_ = double_from_bits(normal_bits);
 }
 
-uint32_t TorchGenerator::random() { return static_cast<uint32_t>(engine_()); }
+uint32_t TorchGenerator::random() { return engine_(); }
 
 uint64_t TorchGenerator::random64() {
   const uint64_t hi = random();  // two statements: the first output must be the high half
@@ -231,12 +277,22 @@ void TorchGenerator::dropout_(float* x, size_t n, double p, float* noise) {
     if (noise) std::fill(noise, noise + n, 0.0f);
     return;
   }
+  // bernoulli_(1 - p) compares U53 = bits · 2^-53 with keep, that is bits with ⌈keep · 2^53⌉ (exact: a
+  // power-of-two scale), on outputs drawn a block at a time; then div_(1 - p) and x * noise.
   const double keep = 1.0 - p;
-  const float keep_f = static_cast<float>(keep);
-  for (size_t i = 0; i < n; ++i) {
-    const float factor = (uniform53(*this) < keep ? 1.0f : 0.0f) / keep_f;  // bernoulli_(1 - p), div_(1 - p)
-    x[i] = x[i] * factor;                                                    // x * noise
-    if (noise) noise[i] = factor;
+  const uint64_t threshold = static_cast<uint64_t>(std::ceil(keep * 0x1p53));
+  const float kept = 1.0f / static_cast<float>(keep);
+  constexpr size_t block = 256;
+  uint32_t words[2 * block];
+  for (size_t begin = 0; begin < n; begin += block) {
+    const size_t count = std::min(block, n - begin);
+    engine_.fill(words, 2 * count);
+    for (size_t i = 0; i < count; ++i) {
+      const uint64_t bits = (uint64_t{words[2 * i] & 0x1fffffu} << 32) | words[2 * i + 1];  // random64()'s low 53
+      const float factor = bits < threshold ? kept : 0.0f;
+      x[begin + i] = x[begin + i] * factor;
+      if (noise) noise[begin + i] = factor;
+    }
   }
 }
 

@@ -4,10 +4,37 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <random>
+#include <istream>
 #include <string>
 
 namespace attn {
+
+// std::mt19937's stream (torch's CPU engine), with a bulk fill whose loops the compiler vectorises:
+// its state and its text form are the same everywhere (native and WebAssembly alike), as libstdc++
+// writes them: the 624 state words, then the position.
+class Mt19937 {
+ public:
+  static constexpr size_t state_size = 624;
+  void seed(uint32_t seed);
+  uint32_t operator()() {
+    if (index_ == state_size) twist();
+    return temper(state_[index_++]);
+  }
+  void fill(uint32_t* out, size_t count);  // the next `count` outputs, in order
+  std::string text() const;
+  bool parse(std::istream& in);  // false, unchanged, for text that is not a state
+
+ private:
+  static uint32_t temper(uint32_t y) {
+    y ^= y >> 11;
+    y ^= (y << 7) & 0x9d2c5680u;
+    y ^= (y << 15) & 0xefc60000u;
+    return y ^ (y >> 18);
+  }
+  void twist();
+  uint32_t state_[state_size] = {};
+  size_t index_ = state_size;
+};
 
 class TorchGenerator {
  public:
@@ -38,7 +65,7 @@ class TorchGenerator {
  private:
   void normal_fill(float* out, size_t n, float mean, float std);
   double normal_scalar(double mean, double std);
-  std::mt19937 engine_;
+  Mt19937 engine_;
   uint64_t seed_ = 0;
   std::optional<double> cached_normal_;  // Box-Muller sine value of the scalar path
 };

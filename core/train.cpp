@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/kernels.hpp"
 
 namespace attn::train {
 
@@ -36,6 +37,7 @@ size_t correct(const Tensor& logits, const std::vector<int64_t>& labels) {
 void validate(const TrainSettings& s) {
   require(s.steps >= 1, "steps must be at least 1");
   require(s.batch_size >= 1, "batch size must be at least 1");
+  require(s.threads >= 1, "threads must be at least 1");
   require(std::isfinite(s.clip_grad_norm) && s.clip_grad_norm >= 0,
           "clip-grad-norm must be a finite number >= 0 (0: no clipping)");
   require(s.label_smoothing >= 0 && s.label_smoothing <= 1, "label smoothing must be in [0, 1]");
@@ -78,6 +80,7 @@ Trainer::Trainer(TransformerModel model, std::vector<LabelledItem> train_items, 
       items_(std::move(train_items)),
       settings_((validate(settings), settings)),
       dropout_(std::move(dropout)),
+      pool_(settings_.threads > 1 ? std::make_unique<ThreadPool>(settings_.threads) : nullptr),
       optimizer_(settings_.optimizer),
       order_(items_.size(), settings_.batch_size, settings_.shuffle, settings_.seed) {
   check_labels(items_, model_.config.num_classes);
@@ -85,6 +88,7 @@ Trainer::Trainer(TransformerModel model, std::vector<LabelledItem> train_items, 
 }
 
 StepRecord Trainer::step() {
+  const ProductMode mode(settings_.rounding, pool_.get());
   const TrainBatch b = make_batch(items_, order_.batch(steps_done_));
   ClassifierSaved saved;
   const Tensor logits = classifier_forward(model_, b.ids, b.batch, b.seq, settings_.mask,

@@ -6,13 +6,16 @@
 // restored trainer continues to the same bits.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/fast_kernels.hpp"
 #include "core/json.hpp"
 #include "core/optim.hpp"
 #include "core/rng.hpp"
 #include "core/safetensors.hpp"
+#include "core/threads.hpp"
 #include "core/train_data.hpp"
 #include "core/transformer.hpp"
 
@@ -27,6 +30,11 @@ struct TrainSettings {
   double clip_grad_norm = 0;  // 0: not clipped
   double label_smoothing = 0;
   MaskKind mask = MaskKind::padding;
+  // The products' rounding: exact (PyTorch's bits, the parity the tests check) or fused (the fast path,
+  // within the tolerance docs/training.md states); and the threads they are spread over (the exact
+  // path's bits do not depend on it).
+  Rounding rounding = Rounding::exact;
+  size_t threads = 1;
 };
 // Throws InputError naming a setting out of range (steps, batch size, clipping, label smoothing, the
 // optimizer's own).
@@ -48,7 +56,8 @@ struct EvalRecord {
 Json record_json(const StepRecord& r);
 Json record_json(const EvalRecord& r);
 
-// Loss and accuracy of a model over items in evaluation mode (no dropout), `batch_size` at a time.
+// Loss and accuracy of a model over items in evaluation mode (no dropout), `batch_size` at a time,
+// the products computed as the ProductMode in scope says.
 EvalRecord evaluate(const TransformerModel& model, const std::vector<LabelledItem>& items, MaskKind mask,
                     size_t batch_size);
 
@@ -66,6 +75,8 @@ class Trainer {
   // The last step's gradients as the optimizer took them (clipped when clipping), as p.grad holds them.
   const TransformerModel& gradients() const { return grads_; }
   const TrainSettings& settings() const { return settings_; }
+  // The pool of settings().threads the products run on (null for one thread), for an evaluation to share.
+  ThreadPool* pool() const { return pool_.get(); }
 
   // The checkpoint: the model's state_dict as "model.<name>", the optimizer's state as "optimizer.<name>",
   // and in `meta` the step count and the dropout generator. restore() takes them back.
@@ -78,6 +89,7 @@ class Trainer {
   std::vector<LabelledItem> items_;
   TrainSettings settings_;
   TorchGenerator dropout_;
+  std::unique_ptr<ThreadPool> pool_;
   Optimizer optimizer_;
   BatchOrder order_;
   size_t steps_done_ = 0;

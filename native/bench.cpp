@@ -1,5 +1,9 @@
 #include "native/bench.hpp"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -37,8 +41,12 @@ double status_bytes(const char* field) {
   return 0.0;
 }
 
-// Restarts the kernel's peak-RSS counter (VmHWM) so a case's own peak can be read afterwards.
+// Restarts the kernel's peak-RSS counter (VmHWM) so a case's own peak can be read afterwards, after
+// handing back the memory earlier cases freed (attn keeps it for reuse), which would hide this one's.
 void reset_peak_memory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
   std::ofstream out("/proc/self/clear_refs");
   if (out) out << "5";
 }
@@ -217,35 +225,40 @@ void bench_gemm(Context& c) {
 }
 
 // One training step (forward in train mode with dropout 0.1, backward, AdamW) of the tutorial's classifier
-// on B items of S tokens, by the exact path: the tutorial classifier's size, and the encoder's.
+// on B items of S tokens, at the tutorial classifier's size and the encoder's: by the exact path
+// (PyTorch's rounding) and the fast one (attn train --backend cpu: fused products), on --threads.
 void bench_train(Context& c) {
   struct Size {
     size_t d, heads, layers, vocab, batch, seq;
   };
   const std::vector<Size> sizes = c.options.quick ? std::vector<Size>{{32, 4, 1, 100, 4, 8}}
                                                   : std::vector<Size>{{128, 8, 4, 1000, 32, 16}, {512, 8, 6, 1000, 8, 128}};
-  for (const Size& z : sizes) {
-    TransformerConfig config;
-    config.vocab_size = z.vocab, config.d_model = z.d, config.num_heads = z.heads, config.num_layers = z.layers;
-    config.max_len = z.seq, config.num_classes = 5;
-    TorchGenerator gen(0);
-    TransformerModel model = init_transformer(config, gen);
-    std::vector<train::LabelledItem> items(z.batch);
-    std::mt19937 draw(1);
-    for (size_t i = 0; i < items.size(); ++i) {
-      items[i].line = i + 1, items[i].label = int64_t(i % 5);
-      for (size_t s = 0; s < z.seq; ++s) items[i].ids.push_back(int64_t(1 + draw() % (z.vocab - 1)));
+  const double peak = fma_peak_flops(5000000) * double(c.threads);
+  for (const Size& z : sizes)
+    for (Rounding rounding : {Rounding::exact, Rounding::fused}) {
+      TransformerConfig config;
+      config.vocab_size = z.vocab, config.d_model = z.d, config.num_heads = z.heads, config.num_layers = z.layers;
+      config.max_len = z.seq, config.num_classes = 5;
+      TorchGenerator gen(0);
+      TransformerModel model = init_transformer(config, gen);
+      std::vector<train::LabelledItem> items(z.batch);
+      std::mt19937 draw(1);
+      for (size_t i = 0; i < items.size(); ++i) {
+        items[i].line = i + 1, items[i].label = int64_t(i % 5);
+        for (size_t s = 0; s < z.seq; ++s) items[i].ids.push_back(int64_t(1 + draw() % (z.vocab - 1)));
+      }
+      train::TrainSettings settings;
+      settings.steps = size_t(1) << 30, settings.batch_size = z.batch, settings.shuffle = false;
+      settings.rounding = rounding, settings.threads = c.threads;
+      train::Trainer trainer(std::move(model), items, settings, gen);
+      const Timing t = measure([&] { trainer.step(); }, c.budget);
+      const double rows = double(z.batch * z.seq), d = double(z.d), ff = 4 * d;
+      const double forward = double(z.layers) * (rows * (8 * d * d + 4 * d * ff) + 4.0 * rows * double(z.seq) * d);
+      const double flops = 3 * forward;
+      c.report("train", {{"batch", z.batch}, {"seq", z.seq}, {"d_model", z.d}, {"heads", z.heads}, {"layers", z.layers},
+                         {"vocab", z.vocab}, {"path", rounding == Rounding::exact ? "exact" : "fast"}},
+               t, flops, {{"steps_per_s", 1 / median(t.seconds)}, {"fraction_of_peak", flops / median(t.seconds) / peak}});
     }
-    train::TrainSettings settings;
-    settings.steps = size_t(1) << 30, settings.batch_size = z.batch, settings.shuffle = false;
-    train::Trainer trainer(std::move(model), items, settings, gen);
-    const Timing t = measure([&] { trainer.step(); }, c.budget);
-    const double rows = double(z.batch * z.seq), d = double(z.d), ff = 4 * d;
-    const double forward = double(z.layers) * (rows * (8 * d * d + 4 * d * ff) + 4.0 * rows * double(z.seq) * d);
-    c.report("train", {{"batch", z.batch}, {"seq", z.seq}, {"d_model", z.d}, {"heads", z.heads}, {"layers", z.layers},
-                       {"vocab", z.vocab}},
-             t, 3 * forward, {{"steps_per_s", 1 / median(t.seconds)}});
-  }
 }
 
 const std::vector<std::pair<std::string, void (*)(Context&)>> all_cases = {
@@ -280,7 +293,12 @@ Json run_torch(const BenchOptions& o, const std::vector<std::string>& cases, siz
   return Json::parse(text);
 }
 
-std::string key_of(const Json& r) { return r["case"].get<std::string>() + r["params"].dump(); }
+// PyTorch has one path: ours, exact or fast ("path"), both meet the same PyTorch case.
+std::string key_of(const Json& r) {
+  Json params = r["params"];
+  params.erase("path");
+  return r["case"].get<std::string>() + params.dump();
+}
 
 // Adds torch_* fields and ratios (PyTorch's time / ours: > 1 means faster here) to matching cases.
 void merge_torch(Json& ours, const Json& torch) {

@@ -49,7 +49,8 @@ struct TrainOptions {
   ModelOptions model;
   std::string task, data, val_data, val_fraction, save_data, save_val_data;
   std::string steps, epochs, batch_size, optimizer, lr, weight_decay, momentum, dampening, betas, eps,
-      clip_grad_norm, schedule = "constant", warmup = "0", label_smoothing = "0", eval_every;
+      clip_grad_norm, schedule = "constant", warmup = "0", label_smoothing = "0", eval_every, threads = "1",
+      backend;  // backend empty: the exact path
   bool nesterov = false, no_shuffle = false, resume = false, quiet = false;
   std::string log, save_weights, save_config, save_vocab, save_grads, checkpoint, checkpoint_every = "100";
   int exit_status = 0;  // 130 when interrupted (after its checkpoint)

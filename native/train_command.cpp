@@ -13,7 +13,9 @@
 
 #include "core/batch.hpp"
 #include "core/error.hpp"
+#include "core/kernels.hpp"
 #include "core/safetensors.hpp"
+#include "core/threads.hpp"
 #include "core/train.hpp"
 #include "native/commands.hpp"
 #include "native/model_options.hpp"
@@ -89,6 +91,14 @@ std::pair<double, double> parse_betas(const std::string& text) {
   return {parse_number("--betas", text.substr(0, comma)), parse_number("--betas", text.substr(comma + 1))};
 }
 
+// The exact path by default; --backend cpu, the fast one (fused products). Training has no GPU path.
+Rounding training_rounding(const std::string& backend) {
+  if (backend.empty() || backend == "exact") return Rounding::exact;
+  if (backend == "cpu") return Rounding::fused;
+  throw InputError("attn train computes on the CPU: --backend exact (PyTorch's rounding, the default) or cpu "
+                   "(fused products, faster), not '" + backend + "'");
+}
+
 train::TrainSettings settings_of(const TrainOptions& o, const RunData& d, uint64_t seed) {
   const train::TaskSpec* t = d.task;
   train::TrainSettings s;
@@ -112,6 +122,8 @@ train::TrainSettings settings_of(const TrainOptions& o, const RunData& d, uint64
   if (!o.clip_grad_norm.empty()) s.clip_grad_norm = parse_number("--clip-grad-norm", o.clip_grad_norm);
   s.label_smoothing = parse_number("--label-smoothing", o.label_smoothing);
   s.mask = o.model.mask.empty() ? (t ? t->mask : MaskKind::padding) : parse_mask_kind(o.model.mask);
+  s.rounding = training_rounding(o.backend);
+  s.threads = o.threads == "auto" ? hardware_threads() : parse_size("--threads", o.threads, 1);
   return s;
 }
 
@@ -121,7 +133,8 @@ Json settings_json(const train::TrainSettings& s) {
           {"momentum", o.momentum}, {"dampening", o.dampening}, {"nesterov", o.nesterov}, {"betas", {o.beta1, o.beta2}},
           {"eps", o.eps}, {"schedule", int(s.schedule.kind)}, {"warmup", s.schedule.warmup}, {"steps", s.steps},
           {"batch_size", s.batch_size}, {"shuffle", s.shuffle}, {"seed", s.seed}, {"clip_grad_norm", s.clip_grad_norm},
-          {"label_smoothing", s.label_smoothing}, {"mask", mask_kind_name(s.mask)}};
+          {"label_smoothing", s.label_smoothing}, {"mask", mask_kind_name(s.mask)},
+          {"rounding", s.rounding == Rounding::exact ? "exact" : "fused"}};
 }
 
 std::string items_hash(const std::vector<train::LabelledItem>& items) {
@@ -206,6 +219,7 @@ class Run {
       write(train::record_json(last_));
       const size_t done = trainer_.steps_done();
       if (!data_.sets.val.empty() && (done == total || (eval_every && done % eval_every == 0))) {
+        const ProductMode mode(trainer_.settings().rounding, trainer_.pool());
         val_ = train::evaluate(trainer_.model(), data_.sets.val, trainer_.settings().mask, trainer_.settings().batch_size);
         val_->step = done;
         write(train::record_json(*val_));
@@ -375,6 +389,10 @@ void add_train_command(CLI::App& app, TrainOptions& o) {
                                                 "at the end and at Ctrl-C)");
   cmd->add_option("--checkpoint-every", o.checkpoint_every, "steps between checkpoints")->capture_default_str();
   cmd->add_flag("--resume", o.resume, "continue the run in --checkpoint DIR (to the same bytes)");
+  cmd->add_option("--threads", o.threads, "threads the products run on, or auto: every core (the exact path's "
+                                          "bits do not depend on it)")->capture_default_str();
+  cmd->add_option("--backend", o.backend, "exact: PyTorch's rounding, bit for bit (the default); cpu: the fast path "
+                                          "(fused multiply-adds, within 1e-4 of it)");
   cmd->add_flag("--quiet", o.quiet, "no progress line and no summary");
   cmd->callback([&o] { run_train(o); });
 }

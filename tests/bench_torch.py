@@ -2,7 +2,10 @@
 """The cases of `attn bench` in PyTorch (Debian's python3-torch), printed as JSON for attn to compare.
 
 `attn bench --torch` runs this with PyTorch's best settings for its own process: OPENBLAS_CORETYPE
-and OPENBLAS_L2_SIZE unset (else OpenBLAS picks its slower AVX2 kernel), OMP_WAIT_POLICY=PASSIVE for
+and OPENBLAS_L2_SIZE unset (else OpenBLAS picks its slower AVX2 kernel on an AVX-512 CPU it knows),
+unless OpenBLAS falls back to its generic Prescott kernel on a CPU it does not recognise (a virtual
+machine's), when this script restarts itself with the kernel of the instruction set the CPU has
+(SkylakeX for AVX-512, Haswell for AVX2); OMP_WAIT_POLICY=PASSIVE for
 2 threads (else OpenMP workers spin against OpenBLAS's), and here torch.set_num_threads(N) plus
 OpenBLAS's own pool limited to N through threadpoolctl. Every case but train runs under torch.no_grad()
 in eval mode (train times a whole step: forward, backward, AdamW); the encoder reports the faster of the tutorial's modules and nn.TransformerEncoder (its fast path).
@@ -11,16 +14,34 @@ Usage: bench_torch.py --threads N [--quick] [case ...]
 import argparse
 import json
 import math
+import os
 import statistics
+import sys
 import time
 
 import torch
 import torch.nn as nn
 
 try:
-    from threadpoolctl import threadpool_limits
+    from threadpoolctl import threadpool_info, threadpool_limits
 except ImportError:  # python3-threadpoolctl missing: OpenBLAS keeps its default pool
-    threadpool_limits = None
+    threadpool_info = threadpool_limits = None
+
+
+def best_openblas_kernel():
+    """OpenBLAS's kernel for this CPU's instruction set when it fell back to Prescott, else None."""
+    if not threadpool_info or "OPENBLAS_CORETYPE" in os.environ:
+        return None
+    if not any(i.get("architecture") == "Prescott" for i in threadpool_info()):
+        return None
+    with open("/proc/cpuinfo") as f:
+        flags = next((line.split() for line in f if line.startswith("flags")), [])
+    return "SkylakeX" if "avx512f" in flags else "Haswell" if "avx2" in flags else None
+
+
+if best_openblas_kernel():
+    os.execve(sys.executable, [sys.executable] + sys.argv,
+              dict(os.environ, OPENBLAS_CORETYPE=best_openblas_kernel()))
 
 
 def status_bytes(field):

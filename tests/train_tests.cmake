@@ -18,6 +18,9 @@ attn_cli_case(train_betas 2 "--betas expects two numbers" train --task places --
 attn_cli_case(train_warmup_long 2 "warmup \\(400 steps\\) is longer than the run" train --task places --warmup 400)
 attn_cli_case(train_schedule 2 "cosine" train --task places --schedule linear)
 attn_cli_case(train_places 0 "trained 300 steps in .*validation loss" train --task places)
+attn_cli_case(train_places_fast 0 "trained 300 steps in .*validation loss" train --task places --backend cpu --threads 2)
+attn_cli_case(train_backend_gl 2 "attn train computes on the CPU: --backend exact .* not 'gl'" train --task places --backend gl)
+attn_cli_case(train_threads_zero 2 "--threads" train --task places --threads 0)
 
 # The tasks train for their documented steps: seconds here, minutes under the sanitizers (skipped there).
 set(sections torch resume)
