@@ -172,17 +172,28 @@ void Optimizer::adam(const ParamSlot& p, Slot& slot, double lr) const {
               bias_correction2_sqrt = f32(std::sqrt(bias_correction2)),
               decay = adamw ? f32(1 - lr * weight_decay_) : f32(weight_decay_);
   std::vector<float> &exp_avgs = slot.buffers.at("exp_avg"), &exp_avg_sqs = slot.buffers.at("exp_avg_sq");
-  for (size_t i = 0; i < p.size; ++i) {
-    float& param = p.value[i];
-    float grad = p.grad[i];
-    if (adamw) param *= decay;                                          // param.mul_(1 - lr * weight_decay)
-    else if (weight_decay_ != 0) grad = std::fma(param, decay, grad);  // grad.add(param, alpha=weight_decay)
-    float &exp_avg = exp_avgs[i], &exp_avg_sq = exp_avg_sqs[i];
-    exp_avg = std::fma(grad, one_minus_beta1, exp_avg * beta1);               // .mul_(beta1).add_(grad, ...)
-    exp_avg_sq = std::fma(one_minus_beta2 * grad, grad, exp_avg_sq * beta2);  // .mul_(beta2).addcmul_(grad, grad)
-    const float denom = std::sqrt(exp_avg_sq) / bias_correction2_sqrt + eps;  // (sqrt() / bc2_sqrt).add_(eps)
-    param = param + neg_step_size * exp_avg / denom;                          // addcdiv_(exp_avg, denom, ...)
-  }
+  // One loop per kind of weight decay, so that each has no branch and vectorises.
+  const auto update = [&](auto decayed_grad) {
+    float* exp_avg = exp_avgs.data();
+    float* exp_avg_sq = exp_avg_sqs.data();
+    for (size_t i = 0; i < p.size; ++i) {
+      float& param = p.value[i];
+      const float grad = decayed_grad(param, p.grad[i]);
+      exp_avg[i] = std::fma(grad, one_minus_beta1, exp_avg[i] * beta1);                // .mul_(beta1).add_(grad, ...)
+      exp_avg_sq[i] = std::fma(one_minus_beta2 * grad, grad, exp_avg_sq[i] * beta2);  // .mul_(beta2).addcmul_(grad, grad)
+      const float denom = std::sqrt(exp_avg_sq[i]) / bias_correction2_sqrt + eps;  // (sqrt() / bc2_sqrt).add_(eps)
+      param = param + neg_step_size * exp_avg[i] / denom;                          // addcdiv_(exp_avg, denom, ...)
+    }
+  };
+  if (adamw)
+    update([decay](float& param, float grad) {
+      param *= decay;  // param.mul_(1 - lr * weight_decay)
+      return grad;
+    });
+  else if (weight_decay_ != 0)
+    update([decay](float& param, float grad) { return std::fma(param, decay, grad); });  // grad.add(param, alpha=wd)
+  else
+    update([](float&, float grad) { return grad; });
 }
 
 std::vector<NamedTensor> Optimizer::state() const {

@@ -108,7 +108,7 @@ json parse_header(const std::string& path, const std::string& text) {
   };
   try {
     return json::parse(text, refuse_duplicates);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond a double's range
     fail(path, std::string("header is not valid JSON (") + e.what() + ")");
   }
 }

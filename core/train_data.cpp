@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <sstream>
 
@@ -112,10 +113,16 @@ std::vector<LabelledLine> parse_data(const std::string& path, const std::string&
   const DataFormat format = data_format(path, lines.front().second);
   std::vector<LabelledLine> out;
   LineErrors errors(path);
+  std::map<std::string, size_t> id_lines;  // an "id" names one item: a repeat is a mistake in the file
   for (const auto& [number, text] : lines) {
     try {
-      out.push_back(parse_labelled_line(text, format));
-      out.back().line = number;
+      LabelledLine line = parse_labelled_line(text, format);
+      line.line = number;
+      if (!line.raw.id.is_null()) {
+        const auto [at, fresh] = id_lines.emplace(line.raw.id.dump(), number);
+        if (!fresh) throw InputError("id " + line.raw.id.dump() + " repeats line " + std::to_string(at->second) + "'s");
+      }
+      out.push_back(std::move(line));
     } catch (const InputError& e) {
       errors.add(number, e.what());
     }

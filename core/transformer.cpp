@@ -565,11 +565,14 @@ Tensor attend(const EncoderLayer& layer, const TransformerConfig& config, const 
   k = reshaped(std::move(k), {B * H, Sk, dk});
   v = reshaped(std::move(v), {B * H, Sk, dk});
   AttentionSteps a = scaled_dot_product_attention(q, k, v, options);
-  // The trace takes the steps' tensors unless the backward needs them.
-  auto give = [&](Tensor& t) { return saved ? Tensor(t) : std::move(t); };
-  record(trace, prefix + "scores", reshaped(give(a.scores), {B, H, Sq, Sk}));
-  record(trace, prefix + "attention_weights", reshaped(give(a.attention_weights), {B, H, Sq, Sk}));
-  Tensor merged = merge_heads(reshaped(give(a.attention_output), {B, H, Sq, dk}));
+  // The trace takes the steps' tensors, but copies the weights, which the backward reads.
+  if (trace) {
+    record(trace, prefix + "scores", reshaped(std::move(a.scores), {B, H, Sq, Sk}));
+    record(trace, prefix + "attention_weights",
+           reshaped(saved ? Tensor(a.attention_weights) : std::move(a.attention_weights), {B, H, Sq, Sk}));
+  }
+  a.scores = a.scaled_scores = a.masked_scores = Tensor();  // the backward reads only the weights and the noise
+  Tensor merged = merge_heads(reshaped(std::move(a.attention_output), {B, H, Sq, dk}));
   record(trace, prefix + "attention_output", merged);
   Tensor out = linear(merged, layer.output.weight, &layer.output.bias);
   record(trace, prefix + "output", out);

@@ -296,6 +296,8 @@ void check_options(const TrainOptions& o) {
   if (o.task.empty() == o.data.empty()) throw InputError("give --task NAME or --data FILE (one of them)");
   if (!o.task.empty() && (!o.val_data.empty() || !o.val_fraction.empty()))
     throw InputError("--task brings its own validation items; --val-data and --val-fraction apply to --data");
+  if (!o.task.empty() && !o.model.vocab.empty())
+    throw InputError("--task brings its own vocabulary; --vocab applies to --data");
   if (!o.val_data.empty() && !o.val_fraction.empty()) throw InputError("give --val-data or --val-fraction, not both");
   if (o.resume && o.checkpoint.empty()) throw InputError("--resume needs --checkpoint DIR");
   if (o.model.encoder_only) throw InputError("--encoder-only: attn train trains the classifier head");

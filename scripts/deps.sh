@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs what attnlab needs on Debian 12 (bookworm), idempotently:
-#  - Debian packages (compilers, Emscripten, Catch2, JSON, CLI11, PyTorch for fixtures);
+#  - Debian packages (compilers, clang and libFuzzer for the fuzz targets, Emscripten, Catch2, JSON,
+#    CLI11, PyTorch for fixtures);
 #  - xtensor 0.25 / xtl 0.7.7 / xsimd 13.2 (header-only) from Debian trixie, unpacked into .deps/,
 #    because bookworm's xsimd 8.1 has no WebAssembly SIMD backend.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 deps="$root/.deps"
 
-packages=(cmake g++ make python3-torch python3-numpy python3-threadpoolctl emscripten nodejs catch2
+packages=(cmake g++ make clang-14 libclang-rt-14-dev python3-torch python3-numpy python3-threadpoolctl emscripten nodejs catch2
           nlohmann-json3-dev libcli11-dev dpkg-dev ca-certificates)
 missing=()
 for p in "${packages[@]}"; do

@@ -120,6 +120,9 @@ TEST_CASE("train_data every bad line is named with its reason", "[train_data]") 
     CHECK(message.rfind("'d.jsonl': 1 bad line:\n  line 2: ", 0) == 0);
     CHECK(message.find(reason) != std::string::npos);
   }
+  CHECK_THAT(parse_error("d.jsonl", "{\"id\": \"a\", \"text\": \"x\", \"label\": 0}\n{\"id\": 7, \"text\": \"y\", \"label\": 1}\n"
+                                    "{\"id\": \"7\", \"text\": \"y\", \"label\": 1}\n{\"id\": \"a\", \"text\": \"z\", \"label\": 0}\n"),
+             Catch::Equals("'d.jsonl': 1 bad line:\n  line 4: id \"a\" repeats line 1's"));
   const std::vector<std::pair<std::string, std::string>> tsv = {
       {"1 a", "no tab (a TSV line is label<TAB>sentence)"},
       {"x\ta", "the label must be a non-negative integer of at most 18 digits, got 'x'"},

@@ -13,6 +13,7 @@ attn_cli_case(train_missing_data 2 "cannot read data file '/nonexistent.jsonl'" 
 attn_cli_case(train_weights_mismatch 2 "weights do not match the model"
               train --task places --weights "${CMAKE_CURRENT_SOURCE_DIR}/fixtures/safetensors/encoder_f32.safetensors")
 attn_cli_case(train_resume_needs_checkpoint 2 "--resume needs --checkpoint DIR" train --task places --resume)
+attn_cli_case(train_task_vocab 2 "--task brings its own vocabulary" train --task places --vocab "${data}/vocab.json")
 attn_cli_case(train_task_val 2 "--task brings its own validation items" train --task places --val-fraction 0.1)
 attn_cli_case(train_betas 2 "--betas expects two numbers" train --task places --optimizer adam --betas 0.9)
 attn_cli_case(train_warmup_long 2 "warmup \\(400 steps\\) is longer than the run" train --task places --warmup 400)

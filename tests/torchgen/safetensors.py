@@ -140,6 +140,9 @@ def _malformed_safetensors():
         "shape_negative": (_entry(shape=[-1, 2]), ["tensor 'w'", rule]),
         "shape_float": (_entry(shape=[2.0]), ["tensor 'w'", rule]),
         "shape_not_list": (_entry(shape=2), ["tensor 'w'", rule]),
+        # A number beyond a double's range: the JSON parser's out_of_range, not its parse_error.
+        "shape_number_overflow": (_raw('{"w":{"dtype":"F32","shape":[11e309952],"data_offsets":[0,8]}}', b"\0" * 8),
+                                  ["header is not valid JSON", "number overflow"]),
         "offsets_one": (_entry(data_offsets=[0]), ["tensor 'w'", "data_offsets must be two non-negative integers"]),
         "offsets_float": (_entry(data_offsets=[0, 8.0]), ["tensor 'w'", "data_offsets must be two non-negative"]),
         "offsets_reversed": (_entry(data_offsets=[8, 0]), ["tensor 'w'", "begin is past end"]),

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Builds every fuzz target (tests/fuzz) with clang on libFuzzer under AddressSanitizer + UBSan in
+# build-fuzz, then runs each for SECONDS (default 600). Invariants: no crash, no sanitizer report, no
+# input over 1 s (-timeout=1), at most 2048 MB resident (-rss_limit_mb), every refusal an InputError.
+# New inputs go to build-fuzz/corpus/NAME; the committed corpus and the tests' files are the seeds. A
+# finding stops that target, keeps its input as build-fuzz/findings/NAME-*, and fails the script: fix
+# it, minimise the input (fuzz_NAME -minimize_crash=1 …) and commit it to tests/fuzz/corpus/NAME.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+seconds=${1:-600}
+"$root/scripts/deps.sh"
+mkdir -p build-fuzz
+CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DATTN_SANITIZE=ON -DATTN_FUZZ=ON -DATTN_WITH_CUDA=OFF > build-fuzz/configure.log 2>&1 || { cat build-fuzz/configure.log; exit 1; }
+cmake --build build-fuzz --target fuzz_all -j "$(nproc)"
+mkdir -p build-fuzz/findings
+failed=0
+while read -r name corpus seeds; do
+  mkdir -p "build-fuzz/corpus/$name"
+  log="build-fuzz/fuzz_$name.log"
+  # shellcheck disable=SC2086  # the seed folders are separate arguments
+  if "build-fuzz/tests/fuzz/fuzz_$name" -max_total_time="$seconds" -timeout=1 -rss_limit_mb=2048 -print_final_stats=1 \
+      -artifact_prefix="build-fuzz/findings/$name-" "build-fuzz/corpus/$name" "$corpus" $seeds > "$log" 2>&1; then
+    echo "fuzz_$name: $(grep -o 'number_of_executed_units: [0-9]*' "$log" | grep -o '[0-9]*') runs in ${seconds} s, no finding"
+  else
+    echo "fuzz_$name: FINDING (build-fuzz/findings/$name-*):"
+    tail -n 30 "$log"
+    failed=$((failed + 1))
+  fi
+done < build-fuzz/tests/fuzz/targets.txt
+[ "$failed" -eq 0 ]
