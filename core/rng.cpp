@@ -127,8 +127,8 @@ void Mt19937::seed(uint32_t seed) {
   index_ = state_size;
 }
 
-// The recurrence in the three ranges where each word reads only words of the same generation, so
-// each loop vectorises.
+// The recurrence in three ranges. In each, a word reads words at fixed distances that are either not
+// yet rewritten (i + 1, i + 397) or rewritten 227 steps earlier (i − 227), so each loop vectorises.
 void Mt19937::twist() {
   constexpr size_t shift = 397, split = state_size - shift;
   const auto next = [](uint32_t upper, uint32_t lower, uint32_t far) {
