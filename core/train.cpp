@@ -87,6 +87,11 @@ Trainer::Trainer(TransformerModel model, std::vector<LabelledItem> train_items, 
   settings_.schedule.total = settings_.steps;
 }
 
+EvalRecord Trainer::evaluate(const std::vector<LabelledItem>& items) const {
+  const ProductMode mode(settings_.rounding, pool_.get());
+  return train::evaluate(model_, items, settings_.mask, settings_.batch_size);
+}
+
 StepRecord Trainer::step() {
   const ProductMode mode(settings_.rounding, pool_.get());
   const TrainBatch b = make_batch(items_, order_.batch(steps_done_));

@@ -75,8 +75,8 @@ class Trainer {
   // The last step's gradients as the optimizer took them (clipped when clipping), as p.grad holds them.
   const TransformerModel& gradients() const { return grads_; }
   const TrainSettings& settings() const { return settings_; }
-  // The pool of settings().threads the products run on (null for one thread), for an evaluation to share.
-  ThreadPool* pool() const { return pool_.get(); }
+  // evaluate() of the current model on `items`, with the run's mask, batch size, rounding and threads.
+  EvalRecord evaluate(const std::vector<LabelledItem>& items) const;
 
   // The checkpoint: the model's state_dict as "model.<name>", the optimizer's state as "optimizer.<name>",
   // and in `meta` the step count and the dropout generator. restore() takes them back.

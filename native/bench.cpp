@@ -234,31 +234,32 @@ void bench_train(Context& c) {
   const std::vector<Size> sizes = c.options.quick ? std::vector<Size>{{32, 4, 1, 100, 4, 8}}
                                                   : std::vector<Size>{{128, 8, 4, 1000, 32, 16}, {512, 8, 6, 1000, 8, 128}};
   const double peak = fma_peak_flops(5000000) * double(c.threads);
-  for (const Size& z : sizes)
+  for (const Size& z : sizes) {
+    TransformerConfig config;
+    config.vocab_size = z.vocab, config.d_model = z.d, config.num_heads = z.heads, config.num_layers = z.layers;
+    config.max_len = z.seq, config.num_classes = 5;
+    std::vector<train::LabelledItem> items(z.batch);
+    std::mt19937 draw(1);
+    for (size_t i = 0; i < items.size(); ++i) {
+      items[i].line = i + 1, items[i].label = int64_t(i % 5);
+      for (size_t s = 0; s < z.seq; ++s) items[i].ids.push_back(int64_t(1 + draw() % (z.vocab - 1)));
+    }
+    const double rows = double(z.batch * z.seq), d = double(z.d), ff = 4 * d;
+    const double forward = double(z.layers) * (rows * (8 * d * d + 4 * d * ff) + 4.0 * rows * double(z.seq) * d);
+    const double flops = 3 * forward;
     for (Rounding rounding : {Rounding::exact, Rounding::fused}) {
-      TransformerConfig config;
-      config.vocab_size = z.vocab, config.d_model = z.d, config.num_heads = z.heads, config.num_layers = z.layers;
-      config.max_len = z.seq, config.num_classes = 5;
       TorchGenerator gen(0);
       TransformerModel model = init_transformer(config, gen);
-      std::vector<train::LabelledItem> items(z.batch);
-      std::mt19937 draw(1);
-      for (size_t i = 0; i < items.size(); ++i) {
-        items[i].line = i + 1, items[i].label = int64_t(i % 5);
-        for (size_t s = 0; s < z.seq; ++s) items[i].ids.push_back(int64_t(1 + draw() % (z.vocab - 1)));
-      }
       train::TrainSettings settings;
       settings.steps = size_t(1) << 30, settings.batch_size = z.batch, settings.shuffle = false;
       settings.rounding = rounding, settings.threads = c.threads;
       train::Trainer trainer(std::move(model), items, settings, gen);
       const Timing t = measure([&] { trainer.step(); }, c.budget);
-      const double rows = double(z.batch * z.seq), d = double(z.d), ff = 4 * d;
-      const double forward = double(z.layers) * (rows * (8 * d * d + 4 * d * ff) + 4.0 * rows * double(z.seq) * d);
-      const double flops = 3 * forward;
       c.report("train", {{"batch", z.batch}, {"seq", z.seq}, {"d_model", z.d}, {"heads", z.heads}, {"layers", z.layers},
                          {"vocab", z.vocab}, {"path", rounding == Rounding::exact ? "exact" : "fast"}},
                t, flops, {{"steps_per_s", 1 / median(t.seconds)}, {"fraction_of_peak", flops / median(t.seconds) / peak}});
     }
+  }
 }
 
 const std::vector<std::pair<std::string, void (*)(Context&)>> all_cases = {

@@ -13,7 +13,6 @@
 
 #include "core/batch.hpp"
 #include "core/error.hpp"
-#include "core/kernels.hpp"
 #include "core/safetensors.hpp"
 #include "core/threads.hpp"
 #include "core/train.hpp"
@@ -219,8 +218,7 @@ class Run {
       write(train::record_json(last_));
       const size_t done = trainer_.steps_done();
       if (!data_.sets.val.empty() && (done == total || (eval_every && done % eval_every == 0))) {
-        const ProductMode mode(trainer_.settings().rounding, trainer_.pool());
-        val_ = train::evaluate(trainer_.model(), data_.sets.val, trainer_.settings().mask, trainer_.settings().batch_size);
+        val_ = trainer_.evaluate(data_.sets.val);
         val_->step = done;
         write(train::record_json(*val_));
       }
