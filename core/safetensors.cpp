@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
+#include <sstream>
 #include <tuple>
 
 #include "core/error.hpp"
@@ -273,21 +274,24 @@ std::vector<NamedTensor> read_safetensors(const std::string& path, std::map<std:
   return read_data(path, in, data_start, entries);
 }
 
-void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+namespace {
+
+// The header, padded with spaces so that the data starts 8-byte aligned; `name` is the file in messages.
+std::string safetensors_header(const std::string& name, const std::vector<NamedTensor>& tensors,
+                               const std::map<std::string, std::string>& metadata) {
   const auto refuse = [&](const std::string& why) {
-    throw InputError("cannot write '" + path + "': " + why);
+    throw InputError("cannot write '" + name + "': " + why);
   };
   json header = json::object();
   if (!metadata.empty()) header[metadata_key] = metadata;
   uint64_t offset = 0;
-  for (const auto& [name, value] : tensors) {
-    if (name == metadata_key) refuse("the tensor name __metadata__ is reserved");
-    if (header.contains(name)) refuse("duplicate tensor name '" + name + "'");
+  for (const auto& [tensor_name, value] : tensors) {
+    if (tensor_name == metadata_key) refuse("the tensor name __metadata__ is reserved");
+    if (header.contains(tensor_name)) refuse("duplicate tensor name '" + tensor_name + "'");
     const uint64_t bytes = value.size() * sizeof(float);
-    header[name] = {{"dtype", "F32"},
-                    {"shape", Shape(value.shape().begin(), value.shape().end())},
-                    {"data_offsets", {offset, offset + bytes}}};
+    header[tensor_name] = {{"dtype", "F32"},
+                           {"shape", Shape(value.shape().begin(), value.shape().end())},
+                           {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::string text;
@@ -296,16 +300,31 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
   } catch (const json::type_error&) {
     refuse("tensor names and metadata must be valid UTF-8");
   }
-  // Spaces are allowed after the JSON; with them the data starts 8-byte aligned.
   text.resize((text.size() + 7) / 8 * 8, ' ');
-  write_file_atomically(path, [&](std::ostream& out) {
-    const uint64_t length = text.size();
-    out.write(reinterpret_cast<const char*>(&length), sizeof length);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    for (const auto& t : tensors)
-      out.write(reinterpret_cast<const char*>(t.value.data()),
-                static_cast<std::streamsize>(t.value.size() * sizeof(float)));
-  });
+  return text;
+}
+
+void write_safetensors_body(std::ostream& out, const std::string& header, const std::vector<NamedTensor>& tensors) {
+  const uint64_t length = header.size();
+  out.write(reinterpret_cast<const char*>(&length), sizeof length);
+  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  for (const auto& t : tensors)
+    out.write(reinterpret_cast<const char*>(t.value.data()), static_cast<std::streamsize>(t.value.size() * sizeof(float)));
+}
+
+}  // namespace
+
+void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  const std::string header = safetensors_header(path, tensors, metadata);
+  write_file_atomically(path, [&](std::ostream& out) { write_safetensors_body(out, header, tensors); });
+}
+
+std::string safetensors_bytes(const std::string& name, const std::vector<NamedTensor>& tensors,
+                              const std::map<std::string, std::string>& metadata) {
+  std::ostringstream out;
+  write_safetensors_body(out, safetensors_header(name, tensors, metadata), tensors);
+  return std::move(out).str();
 }
 
 void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write) {

@@ -28,6 +28,9 @@ std::vector<NamedTensor> read_safetensors(const std::string& path,
 // bytes. Atomic: `path` is either replaced whole or left untouched.
 void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
+// The same file's bytes (a browser download); `name` names it in messages.
+std::string safetensors_bytes(const std::string& name, const std::vector<NamedTensor>& tensors,
+                              const std::map<std::string, std::string>& metadata = {});
 
 // Runs `write` on a temporary file next to `path`, then renames it over `path`; on any failure the
 // temporary file is removed and an InputError names `path`. (Shared with the .npy writer.)

@@ -1,7 +1,7 @@
-# attn bench's cases (bench.cpp) with the CLI helpers they use: linked into `attn` natively, and built
+# attn bench's cases (bench.cpp), on the CLI helpers of attn_options: linked into `attn` natively, and built
 # as attn-bench.js for node in WebAssembly (the same cases, compared with the native build).
-add_library(attn_bench STATIC "${CMAKE_CURRENT_LIST_DIR}/bench.cpp" "${CMAKE_CURRENT_LIST_DIR}/cli.cpp")
-target_link_libraries(attn_bench PUBLIC attn_core)
+add_library(attn_bench STATIC "${CMAKE_CURRENT_LIST_DIR}/bench.cpp")
+target_link_libraries(attn_bench PUBLIC attn_options)
 target_compile_definitions(attn_bench PRIVATE ATTN_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 attn_target_defaults(attn_bench)
 if(TARGET attn_backends)

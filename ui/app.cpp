@@ -6,15 +6,13 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "ui/widgets.hpp"
 
 namespace attn::ui {
 namespace {
 
 constexpr size_t max_texture = 4096;  // WebGL2 guarantees at least this texture size
 constexpr float font_size = 17.0f;
-const ImVec4 error_color(1.0f, 0.45f, 0.4f, 1.0f);
-const ImVec4 dim_color(0.65f, 0.65f, 0.7f, 1.0f);
-const char* const mask_names[] = {"none", "padding", "causal", "padding+causal"};  // MaskKind's order
 
 std::vector<uint32_t> code_points(const std::string& text) {
   std::vector<uint32_t> out;
@@ -62,17 +60,6 @@ bool uses_sequential_map(const std::string& name) {
   return name == "token_ids" || name == "mask" || name.find("attention_weights") != std::string::npos;
 }
 
-// A slider over [0, count) that clamps `value` even when hidden (count 1) or when the count shrank.
-void index_slider(const char* label, int& value, size_t count, bool same_line) {
-  const int last = std::max(0, int(count) - 1);
-  if (count > 1) {
-    if (same_line) ImGui::SameLine();
-    ImGui::SetNextItemWidth(140);
-    ImGui::SliderInt(label, &value, 0, last);
-  }
-  value = std::clamp(value, 0, last);
-}
-
 // The exact value under the mouse, with its indices and labels.
 void cell_tooltip(const Heatmap& h, const std::vector<std::string>* row_labels,
                   const std::vector<std::string>* col_labels, ImVec2 origin, float cell) {
@@ -99,13 +86,13 @@ void cell_tooltip(const Heatmap& h, const std::vector<std::string>* row_labels,
 }  // namespace
 
 const char* tab_name(Tab tab) {
-  return tab == Tab::stage ? "stage" : tab == Tab::masks ? "masks" : "positional_encoding";
+  return tab == Tab::stage ? "stage" : tab == Tab::masks ? "masks" : tab == Tab::train ? "train" : "positional_encoding";
 }
 
 Tab parse_tab(const std::string& name) {
-  for (Tab t : {Tab::stage, Tab::masks, Tab::positional_encoding})
+  for (Tab t : {Tab::stage, Tab::masks, Tab::positional_encoding, Tab::train})
     if (name == tab_name(t)) return t;
-  throw InputError("tab must be 'stage', 'masks' or 'positional_encoding' (got '" + name + "')");
+  throw InputError("tab must be 'stage', 'masks', 'positional_encoding' or 'train' (got '" + name + "')");
 }
 
 App::App(Playground& playground, Platform& platform) : playground_(playground), platform_(platform) {
@@ -122,14 +109,24 @@ App::App(Playground& playground, Platform& platform) : playground_(playground), 
 }
 
 App::~App() {
-  for (Heatmap* h : {&main_, &mask_, &unmasked_, &masked_, &pe_})
+  for (Heatmap* h : {&main_, &mask_, &unmasked_, &masked_, &pe_, &train_main_})
     if (h->texture) platform_.delete_texture(h->texture);
+  for (auto* grid : {&stage_grid_, &train_grid_})
+    for (Heatmap& h : *grid)
+      if (h.texture) platform_.delete_texture(h.texture);
 }
 
 bool App::update_fonts() {
-  if (font_generation_ == playground_.config_generation() && !glyphs_.empty()) return false;
+  if (font_generation_ == playground_.config_generation() && font_train_run_ == train_view_.run && !glyphs_.empty())
+    return false;
   font_generation_ = playground_.config_generation();
-  const std::vector<uint32_t> wanted = wanted_code_points(playground_.config());
+  font_train_run_ = train_view_.run;
+  std::vector<uint32_t> wanted = wanted_code_points(playground_.config());
+  for (const ReplayItem& item : training_.replay())  // the Train tab's labels
+    for (const std::string& token : item.tokens) {
+      const auto cps = code_points(token);
+      wanted.insert(wanted.end(), cps.begin(), cps.end());
+    }
   bool rebuild = glyphs_.empty();
   for (uint32_t cp : wanted) rebuild = rebuild || (cp >= 0x20 && cp <= 0xFFFF && !glyphs_.count(cp));
   if (rebuild) {
@@ -182,6 +179,8 @@ void App::refresh_labels() {
   for (size_t i = 0; i < rows; ++i) batch_labels_.push_back(std::to_string(i));
   pe_label_ = "Sinusoidal positional encoding: " + shape_text(r->pe_table) + " (positions x dimensions); the first " +
               std::to_string(r->tokens.empty() ? size_t(0) : r->tokens[0].size()) + " rows are used.";
+  layer_weights_.clear();
+  for (size_t l = 0; l < std::max<size_t>(1, r->num_layers); ++l) layer_weights_.push_back(find_stage(weights_stage_name(*r, l)));
   if (!find_stage(stage_)) {
     stage_ = weights_stage_name(*r, size_t(layer_));
     if (!find_stage(stage_)) stage_ = weights_stage_name(*r, 0);
@@ -221,6 +220,7 @@ bool App::refresh(Heatmap& h, const ViewKey& key, const Tensor& t, ColorMap map,
 void App::draw() {
   playground_.update();  // no-op unless the configuration changed
   refresh_labels();
+  sync_training();
   const ImGuiViewport* vp = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(vp->WorkPos);
   ImGui::SetNextWindowSize(vp->WorkSize);
@@ -243,13 +243,14 @@ void App::draw() {
   if (playground_.result() && ImGui::BeginTabBar("views")) {
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const float h = avail.y - ImGui::GetFrameHeightWithSpacing();
-    const char* const titles[] = {"Stage", "Masks", "Positional encoding"};
-    for (int t = 0; t < 3; ++t) {
+    const char* const titles[] = {"Stage", "Masks", "Positional encoding", "Train"};
+    for (int t = 0; t < 4; ++t) {
       const ImGuiTabItemFlags flags = pending_tab_ == t ? ImGuiTabItemFlags_SetSelected : 0;
       if (!ImGui::BeginTabItem(titles[t], nullptr, flags)) continue;
       tab_ = Tab(t);
       if (tab_ == Tab::stage) draw_stage_view(avail.x, h);
       else if (tab_ == Tab::masks) draw_masks_view(avail.x, h);
+      else if (tab_ == Tab::train) draw_train_view(avail.x, h);
       else draw_pe_view(avail.x, h);
       ImGui::EndTabItem();
     }
@@ -273,7 +274,14 @@ void App::select_view(const Json& view) {
     else if (key == "batch") batch_ = index(value, key);
     else if (key == "layer") set_layer(index(value, key));
     else if (key == "head") head_ = index(value, key);
-    else throw InputError("unknown view key '" + key + "' or wrong type (tab, stage, batch, layer, head)");
+    else if (key == "model_view" && value.is_boolean()) model_view_ = value.get<bool>();
+    else if (key == "train_item") train_item_ = index(value, key);
+    else if (key == "train_layer") train_layer_ = index(value, key);
+    else if (key == "train_head") train_head_ = index(value, key);
+    else if (key == "replay" && value.is_number_integer() && value.get<int64_t>() == -1) replay_index_ = -1;
+    else if (key == "replay") replay_index_ = index(value, key);
+    else throw InputError("unknown view key '" + key + "' or wrong type (tab, stage, batch, layer, head, model_view, "
+                          "train_item, train_layer, train_head, replay)");
   }
 }
 
@@ -288,6 +296,9 @@ void App::sync_draft() {
 void App::draw_controls() {
   sync_draft();
   ImGui::TextUnformatted("attnlab playground");
+  ImGui::SameLine();
+  if (ImGui::SmallButton("Watch attention learn \u2192")) select_tab(Tab::train);
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("The Train tab: train a small model on a task and watch its heads");
   draw_model_choice();
   draw_backend_choice();
   if (platform_.external_sentence_field()) {
@@ -484,6 +495,12 @@ void App::draw_stage_view(float width, float height) {
   const Computed* r = playground_.result();
   const Stage* stage = find_stage(stage_);
   if (!r || !stage) return;
+  ImGui::Checkbox("Every head at once", &model_view_);
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("The attention weights of all layers and heads for one item");
+  if (model_view_) {
+    draw_model_view(width, height - ImGui::GetFrameHeightWithSpacing());
+    return;
+  }
   const Tensor& t = stage->value;
   const auto& shape = t.shape();
   const size_t index = size_t(stage - r->trace.stages().data());
@@ -781,7 +798,25 @@ void App::export_buttons(const Heatmap& h, const char* name, const Tensor& value
   }
 }
 
+namespace {
+
+Json cells_json(const std::vector<App::GridCell>& cells) {
+  Json out = Json::array();
+  for (const auto& c : cells) out.push_back({{"layer", c.layer}, {"head", c.head}, {"x", c.x}, {"y", c.y}, {"w", c.w}, {"h", c.h}});
+  return out;
+}
+
+}  // namespace
+
 Json App::view_json() const {
+  Json buttons = Json::object();
+  for (const ButtonRect& b : train_buttons_) buttons[b.name] = {b.x, b.y, b.w, b.h};
+  Json train = {{"item", train_item_}, {"layer", train_layer_}, {"head", train_head_}, {"replay", replay_index_},
+                {"snapshots", train_view_.snapshots.size()}, {"buttons", buttons}, {"cells", cells_json(train_cells_)},
+                {"error", train_error_},
+                {"heatmap", {{"x", train_main_.x}, {"y", train_main_.y}, {"cell_w", train_main_.cell_w},
+                             {"rows", train_main_.slice.rows}, {"cols", train_main_.slice.cols},
+                             {"values", train_main_.slice.values}}}};
   Json colors = Json::array(), values = Json::array();
   for (size_t i = 0; i < main_.slice.values.size(); ++i) {
     const Rgba c = value_color(main_.map, main_.range, main_.slice.values[i]);
@@ -800,7 +835,9 @@ Json App::view_json() const {
           {"masks",
            {{"layer", unmasked_layer_}, {"leading", masked_.slice.leading}, {"rows", masked_.slice.rows},
             {"unmasked", unmasked_.slice.values}, {"masked", masked_.slice.values},
-            {"pad_without", pad_without_}, {"pad_with", pad_with_}}}};
+            {"pad_without", pad_without_}, {"pad_with", pad_with_}}},
+          {"model_view", {{"on", model_view_}, {"cells", cells_json(stage_cells_)}}},
+          {"train", train}};
 }
 
 }  // namespace attn::ui

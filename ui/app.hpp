@@ -14,6 +14,7 @@
 
 #include "ui/model_files.hpp"
 #include "ui/playground.hpp"
+#include "ui/training.hpp"
 
 namespace attn::ui {
 
@@ -62,13 +63,18 @@ struct Heatmap {
   float x = 0, y = 0, cell_w = 0, cell_h = 0;
 };
 
-enum class Tab { stage, masks, positional_encoding };
-// "stage" | "masks" | "positional_encoding"; parse throws InputError for another name.
+enum class Tab { stage, masks, positional_encoding, train };
+// "stage" | "masks" | "positional_encoding" | "train"; parse throws InputError for another name.
 const char* tab_name(Tab tab);
 Tab parse_tab(const std::string& name);
 
 class App {
  public:
+  // Where a model-view cell was drawn (screen pixels).
+  struct GridCell {
+    int layer, head;
+    float x, y, w, h;
+  };
   App(Playground& playground, Platform& platform);
   ~App();
   App(const App&) = delete;
@@ -94,8 +100,18 @@ class App {
   void select_view(const Json& view);
   const std::string& status() const { return status_; }
   // {"tab", "stage", "batch", "head", "layer", "missing_glyphs", "heatmap": {x, y, cell_w, cell_h, rows, cols,
-  //  colors, values}, "masks": {"layer", "head", "unmasked", "masked", "pad_without", "pad_with"}}
+  //  colors, values}, "masks": {"layer", "head", "unmasked", "masked", "pad_without", "pad_with"},
+  //  "model_view": {layers, heads, cells: [{layer, head, x, y, w, h}]}, "train": {item, layer, head,
+  //  replay, buttons: {name: [x, y, w, h]}, heatmap: {x, y, cell_w, rows, cols, values}}}
   Json view_json() const;
+
+  // The Train tab's run. Its settings live in the configuration (PlaygroundConfig::training, so the URL
+  // hash carries them); configure_training() builds a run from settings and keeps them there, or
+  // returns why it cannot (the configuration unchanged).
+  Training& training() { return training_; }
+  std::string configure_training(const Json& settings);
+  // Without a worker thread, each frame trains for at most this long while playing.
+  static constexpr double train_budget_ms = 6;
 
  private:
   void build_font_atlas();
@@ -128,6 +144,22 @@ class App {
   const Stage* find_stage(const std::string& name) const;
   void apply(const PlaygroundConfig& config) { playground_.set_config(config); }
   void refresh_labels();
+  // The model view: every layer x head of one item, small; a click selects that layer and head.
+  template <class CellTensor>
+  bool draw_head_grid(std::vector<Heatmap>& cells, size_t layers, size_t heads, CellTensor cell_tensor, float width,
+                      int& layer, int& head, bool record);
+  void draw_model_view(float width, float height);
+  // The Train tab (ui/app_train.cpp).
+  void sync_training();
+  void draw_train_view(float width, float height);
+  void draw_train_controls();
+  void draw_train_settings();
+  void set_training(const Json& settings);
+  void draw_train_curves(float width);
+  void draw_train_attention(float width, float height);
+  void refresh_train_cache();
+  void show_trained_model();
+  void save_trained_model();
 
   Playground& playground_;
   Platform& platform_;
@@ -159,12 +191,41 @@ class App {
   // Fonts: the code points in the atlas and how many of the sentences' the font lacks.
   std::set<uint32_t> glyphs_;
   ImVector<ImWchar> glyph_ranges_;
-  uint64_t font_generation_ = 0;
+  uint64_t font_generation_ = 0, font_train_run_ = 0;
   size_t missing_glyphs_ = 0;
   // Labels built once per result.
   std::vector<std::string> dim_labels_, batch_labels_, stage_labels_;
   std::string pe_label_;
+  std::vector<const Stage*> layer_weights_;  // each layer's attention weights (null: not computed)
   uint64_t labels_generation_ = 0;
+  // The Stage tab's model view.
+  bool model_view_ = false;
+  std::vector<Heatmap> stage_grid_;
+  std::vector<GridCell> stage_cells_, train_cells_;  // where the grids' cells were drawn (tests, clicks)
+  // The Train tab: the run, what the UI last copied of it, and its view.
+  Training training_;
+  Training::View train_view_;
+  uint64_t train_synced_generation_ = 0;  // the configuration generation the run was built for
+  std::string train_error_;
+  uint64_t train_cache_generation_ = 0;
+  struct TrainControls {  // the run's effective settings, as the widgets edit them
+    int task = 0, steps = 0, batch_size = 0, d_model = 0, num_heads = 0, num_layers = 0, d_ff = 0, eval_every = 0;
+    int optimizer = 0, mask = 0;
+    double lr = 0;
+    uint64_t seed = 0;
+  } train_controls_;
+  std::vector<ImVec2> loss_points_, val_loss_points_, accuracy_points_, val_accuracy_points_, plot_scratch_;
+  std::vector<std::vector<std::string>> replay_labels_;  // tokens of each replay item
+  int train_item_ = 1, train_layer_ = 0, train_head_ = 0, replay_index_ = -1;  // -1: the live snapshot
+  bool log_loss_ = true;
+  char train_data_path_[1024] = {};
+  std::vector<Heatmap> train_grid_;
+  Heatmap train_main_;
+  struct ButtonRect {
+    const char* name;
+    float x, y, w, h;
+  };
+  std::vector<ButtonRect> train_buttons_;
 };
 
 }  // namespace attn::ui

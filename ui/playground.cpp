@@ -15,6 +15,7 @@
 #include "core/npy.hpp"
 #include "core/rng.hpp"
 #include "ui/model_files.hpp"
+#include "ui/training.hpp"
 
 #ifdef ATTN_HAVE_STB
 #define STB_IMAGE_WRITE_IMPLEMENTATION
@@ -38,7 +39,7 @@ bool PlaygroundConfig::operator==(const PlaygroundConfig& o) const {
   return model == o.model && sentences == o.sentences && seed == o.seed && d_model == o.d_model &&
          max_len == o.max_len && mask == o.mask && num_heads == o.num_heads && num_layers == o.num_layers &&
          d_ff == o.d_ff && num_classes == o.num_classes && dropout == o.dropout && train == o.train &&
-         norm_first == o.norm_first && loaded == o.loaded;
+         norm_first == o.norm_first && loaded == o.loaded && training == o.training;
 }
 
 PlaygroundConfig defaults_for(ModelKind kind, const PlaygroundConfig& keep) {
@@ -47,6 +48,7 @@ PlaygroundConfig defaults_for(ModelKind kind, const PlaygroundConfig& keep) {
   c.sentences = keep.sentences;
   c.seed = keep.seed;
   c.mask = keep.mask;
+  c.training = keep.training;
   if (kind != ModelKind::tutorial) {
     const TransformerConfig t;
     c.d_model = t.d_model;
@@ -219,6 +221,7 @@ std::string to_hash(const PlaygroundConfig& c) {
     if (c.train != d.train) add("train", c.train ? "1" : "0");
     if (c.norm_first != d.norm_first) add("norm_first", c.norm_first ? "1" : "0");
   }
+  for (const auto& [key, value] : training_hash_pairs(c.training)) add(key, value);
   std::string out;
   for (const auto& p : parts) out += (out.empty() ? "" : "&") + p;
   return out;
@@ -247,6 +250,7 @@ PlaygroundConfig from_hash(const std::string& hash) {
   for (const auto& [k, v] : pairs) {
     if (k == "model") continue;
     if (k == "s") sentences.push_back(v);
+    else if (k.rfind("train.", 0) == 0) c.training[k.substr(6)] = training_from_hash_value(k.substr(6), v);
     else set_field(c, k, v);
   }
   if (!sentences.empty()) c.sentences = sentences;

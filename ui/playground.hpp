@@ -37,6 +37,9 @@ struct PlaygroundConfig {
   // The model read from files; kept across model switches so the user can come back to it. Not in
   // the URL hash (a link cannot carry files); for ModelKind::loaded the sizes above mirror its config.
   std::shared_ptr<const LoadedModel> loaded;
+  // The Train tab's settings (ui/training.hpp: attn train's options as JSON keys); {} = the tab's
+  // defaults. In the hash as train.KEY=VALUE, except "data" (a file).
+  Json training = Json::object();
 
   bool operator==(const PlaygroundConfig& o) const;
   bool operator!=(const PlaygroundConfig& o) const { return !(*this == o); }
@@ -44,15 +47,15 @@ struct PlaygroundConfig {
 
 // The defaults of a model kind: the first tutorial (d_model 6, max_len 100), the second tutorial's
 // classifier (d_model 128, 8 heads, 4 layers, max_len 512, dropout 0.1) or the loaded model's config;
-// sentences, seed, mask and the loaded model kept.
+// sentences, seed, mask, the loaded model and the training settings kept.
 PlaygroundConfig defaults_for(ModelKind kind, const PlaygroundConfig& keep = PlaygroundConfig());
 // Sets the loaded model (null: none); for ModelKind::loaded the sizes follow its config.
 void attach_model(PlaygroundConfig& config, std::shared_ptr<const LoadedModel> model);
 std::string model_kind_name(ModelKind kind);  // "tutorial" | "transformer" | "loaded"
 ModelKind parse_model_kind(const std::string& text);
 
-// URL hash "#model=transformer&s=나는%20간다&seed=1&…": only the values that differ from the
-// defaults (sentences as repeated `s`, percent-encoded UTF-8), so the default state is "".
+// URL hash "#model=transformer&s=나는%20간다&seed=1&…&train.task=brackets": only the values that
+// differ from the defaults (sentences as repeated `s`, percent-encoded UTF-8), so the default state is "".
 std::string to_hash(const PlaygroundConfig& config);
 // Parses a hash (with or without '#'); unknown keys and bad values throw InputError naming them, and
 // so do sizes with model=loaded (its config sets them).

@@ -1,13 +1,16 @@
 // attn-gui: the playground's UI (ui/) in a GLFW window with ImGui's OpenGL 3 backend.
-//   attn-gui [--hash "s=…&seed=1"] [--stage NAME] [--tab stage|masks|positional_encoding]
+//   attn-gui [--hash "s=…&seed=1"] [--stage NAME] [--tab stage|masks|positional_encoding|train]
 //            [--weights W.safetensors [--config C.json] [--vocab V.json]] [--screenshot out.png --frames N]
-//            [--backend exact|cpu|gl|cuda|auto] [--size WxH] [--trace FILE.json]
+//            [--backend exact|cpu|gl|cuda|auto] [--size WxH] [--trace FILE.json] [--train-steps N]
+//            [--view JSON]
 // --weights/--config/--vocab load a model as `attn encode` does (the UI's "Open model files" fields do
 // the same later). --screenshot renders N frames, writes the last one (glReadPixels) as PNG and exits:
 // for headless checks under Xvfb; it also reports the heap allocations of the last frame's UI, and with
 // --check-idle fails (exit 1) if that frame allocated or computed (an idle frame must do neither; give
 // ImGui 3 frames to settle first: --frames 4 or more); --trace then also writes the trace document of
-// what is shown (the web's attnlab.trace()). Exports go to the current folder.
+// what is shown (the web's attnlab.trace()). --train-steps N builds the Train tab's run from the hash's
+// train.* settings and trains N steps before the first frame. --view selects what is shown as the JS API's
+// selectView does ({"model_view": true, "layer": 1, …}). Exports go to the current folder.
 #include <GLFW/glfw3.h>
 #include <imgui.h>
 #include <imgui_impl_glfw.h>
@@ -73,7 +76,7 @@ int usage(const char* problem) {
   std::fprintf(stderr,
                "%s\nusage: attn-gui [--hash SETTINGS] [--stage NAME] [--tab TAB] [--weights W.safetensors [--config C.json] "
                "[--vocab V.json]] [--backend exact|cpu|gl|cuda|auto] [--size WxH] "
-               "[--screenshot FILE.png --frames N [--check-idle] [--trace FILE.json]]\n",
+               "[--screenshot FILE.png --frames N [--check-idle] [--trace FILE.json]] [--train-steps N] [--view JSON]\n",
                problem);
   return 2;
 }
@@ -81,16 +84,17 @@ int usage(const char* problem) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string hash, stage, screenshot, trace, tab, backend = "exact";
+  std::string hash, stage, screenshot, trace, tab, view, backend = "exact";
   bool check_idle = false;
   attn::ui::ModelFiles model_files;
-  int frames = 3, width = 1280, height = 800;
+  int frames = 3, width = 1280, height = 800, train_steps = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
     if (arg == "--hash") hash = value();
     else if (arg == "--stage") stage = value();
     else if (arg == "--tab") tab = value();
+    else if (arg == "--view") view = value();
     else if (arg == "--backend") backend = value();
     else if (arg == "--check-idle") check_idle = true;
     else if (arg == "--screenshot") screenshot = value();
@@ -99,6 +103,7 @@ int main(int argc, char** argv) {
     else if (arg == "--config") model_files.config = value();
     else if (arg == "--vocab") model_files.vocab = value();
     else if (arg == "--frames") frames = std::max(1, std::atoi(value().c_str()));
+    else if (arg == "--train-steps") train_steps = std::max(0, std::atoi(value().c_str()));
     else if (arg == "--size") {
       if (std::sscanf(value().c_str(), "%dx%d", &width, &height) != 2 || width < 200 || height < 200)
         return usage("--size must be WxH (at least 200x200)");
@@ -147,11 +152,28 @@ int main(int argc, char** argv) {
       else std::printf("attn-gui: backend %s: %s\n", choice.name.c_str(), choice.note.c_str());
     }
     if (!stage.empty()) app.select_stage(stage);
+    if (!view.empty()) {
+      try {
+        app.select_view(attn::Json::parse(view));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "attn-gui: --view: %s\n", e.what());
+        return 2;
+      }
+    }
     app.select_tab(first_tab);
     if (!model_files.weights.empty()) {
       const std::string error = app.load_model_files(model_files);
       if (!error.empty()) std::fprintf(stderr, "attn-gui: could not load the model: %s\n", error.c_str());
       if (!error.empty() && !screenshot.empty()) status = 2;
+    }
+    if (train_steps) {
+      const std::string error = app.configure_training(config.training);
+      if (!error.empty()) {
+        std::fprintf(stderr, "attn-gui: cannot train: %s\n", error.c_str());
+        status = 2;
+      } else {
+        app.training().run_steps(size_t(train_steps));
+      }
     }
     uint64_t ui_allocations = 0;  // during the last frame's UI (NewFrame … Render)
     size_t ui_computations = 0;   // engine runs during the last frame

@@ -1,0 +1,192 @@
+// The Train tab's logic without a window (ui/training.hpp): settings as attn train's options, their
+// URL-hash form, play / pause / step / reset (on the worker thread natively), the log in attn train's
+// form, snapshots within their stated bounds, errors as messages, and the trained model's files read
+// back by the playground's Model files. That the log equals `attn train --log`'s bit for bit is
+// checked by the browser test (tests/browser) against the CLI's own run.
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <unistd.h>
+
+#include "core/error.hpp"
+#include "tests/fixtures.hpp"
+#include "ui/model_files.hpp"
+#include "ui/playground.hpp"
+#include "ui/training.hpp"
+
+using namespace attn;
+using namespace attn::ui;
+
+namespace {
+
+const Json places = {{"task", "places"}, {"steps", 30}, {"eval_every", 10}};
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("attn_ui_training_" + std::to_string(getpid()) + "_" + name)).string();
+}
+
+}  // namespace
+
+TEST_CASE("ui training settings are attn train's options", "[ui][training]") {
+  const auto o = training_options({{"task", "brackets"}, {"lr", 0.01}, {"steps", 5}, {"betas", {0.8, 0.9}},
+                                   {"no_shuffle", true}, {"d_model", 16}, {"mask", "padding"}});
+  CHECK(o.task == "brackets");
+  CHECK(o.lr == "0.01");
+  CHECK(o.steps == "5");
+  CHECK(o.betas == "0.8,0.9");
+  CHECK(o.no_shuffle);
+  CHECK(o.model.d_model == "16");
+  CHECK(o.model.mask == "padding");
+  CHECK(training_options(Json::object()).model.mask.empty());  // the task's mask, as attn train
+  CHECK_THROWS_WITH(training_options({{"learning_rate", 1}}), Catch::Contains("unknown training setting 'learning_rate'"));
+  CHECK_THROWS_WITH(training_options({{"no_shuffle", 1}}), Catch::Contains("must be true or false"));
+  CHECK_THROWS_WITH(training_options({{"lr", Json::array()}}), Catch::Contains("'lr' must be a number"));
+  CHECK_THROWS_AS(training_options(Json::array()), InputError);
+}
+
+TEST_CASE("ui training settings round trip through the URL hash", "[ui][training]") {
+  PlaygroundConfig c;
+  c.training = {{"task", "brackets"}, {"lr", 0.003}, {"steps", 50}, {"no_shuffle", true}, {"optimizer", "adam"},
+                {"betas", {0.8, 0.95}}};
+  const std::string hash = to_hash(c);
+  CHECK(hash.find("train.lr=0.003") != std::string::npos);
+  CHECK(hash.find("train.task=brackets") != std::string::npos);
+  PlaygroundConfig back = from_hash(hash);
+  back.training["betas"] = Json::array({0.8, 0.95});  // a hash carries "0.8,0.95": the same option text
+  CHECK(back == c);
+  CHECK(from_hash(hash).training["betas"] == "0.8,0.95");
+  CHECK(training_options(from_hash(hash).training).betas == training_options(c.training).betas);
+  // A data file cannot travel in a link.
+  c.training = {{"data", "/tmp/x.jsonl"}, {"steps", 3}};
+  CHECK(to_hash(c) == "train.steps=3");
+  CHECK_THROWS_WITH(from_hash("train.bogus=1"), Catch::Contains("unknown training setting"));
+  CHECK_THROWS_WITH(from_hash("train.no_shuffle=2"), Catch::Contains("true or false"));
+}
+
+TEST_CASE("ui training: steps, evaluations and the log in attn train's form", "[ui][training]") {
+  Training t;
+  t.configure(places);
+  CHECK(t.status().step == 0);
+  CHECK(t.status().steps == 30);
+  CHECK(t.effective_settings()["optimizer"] == "adamw");  // the task's defaults filled in
+  CHECK(t.effective_settings()["eval_every"] == 10);
+  CHECK(t.replay().size() == replay_items);
+  const auto first = t.run_steps(12);
+  REQUIRE(first.size() == 13);  // 12 steps and the evaluation after step 10
+  CHECK(first[10]["step"] == 10);
+  CHECK(first[10].contains("val_loss"));
+  CHECK(first[10].contains("val_accuracy"));
+  for (const char* key : {"step", "loss", "accuracy", "lr", "grad_norm"}) CHECK(first[0].contains(key));
+  const auto rest = t.run_steps(100);  // stops at the run's last step
+  CHECK(rest.size() == 18 + 2);
+  CHECK(t.status().step == 30);
+  CHECK(t.log().size() == 33);
+  CHECK(t.run_steps(1).empty());
+  CHECK(t.status().val_accuracy.has_value());
+}
+
+TEST_CASE("ui training: playing on the worker, pausing and stepping give the same run", "[ui][training]") {
+  Training straight;
+  straight.configure(places);
+  straight.run_steps(30);
+  Training t;
+  t.configure(places);
+  t.run_steps(3);
+  t.play();
+  if (Training::has_worker()) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (t.status().step < 8 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  } else {
+    t.pump(5);
+  }
+  t.pause();
+  CHECK_FALSE(t.status().running);
+  const size_t at = t.status().step;
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK(t.status().step == at);  // paused means paused
+  t.run_steps(30);
+  CHECK(t.log() == straight.log());
+  // Reset: the same settings again start from step 0 and give the same records.
+  t.configure(places);
+  CHECK(t.status().step == 0);
+  CHECK(t.log().empty());
+  t.run_steps(30);
+  CHECK(t.log() == straight.log());
+}
+
+TEST_CASE("ui training: snapshots for the replay stay within their bounds", "[ui][training]") {
+  Training t;
+  t.configure({{"task", "places"}, {"steps", 300}});
+  t.run_steps(300);
+  Training::View v;
+  t.update_view(v);
+  REQUIRE(v.snapshots.size() >= 2);
+  CHECK(v.snapshots.size() <= max_snapshots);
+  CHECK(v.snapshots.front()->step == 0);
+  CHECK(v.snapshots.back()->step == 300);
+  size_t bytes = 0;
+  for (size_t i = 0; i < v.snapshots.size(); ++i) {
+    if (i) CHECK(v.snapshots[i]->step > v.snapshots[i - 1]->step);
+    for (const Tensor& w : v.snapshots[i]->weights) bytes += w.size() * sizeof(float);
+  }
+  CHECK(bytes <= max_snapshot_bytes);
+  // Each item's attention: [layers, heads, S, S], rows summing to 1; and the trained model predicts.
+  const Snapshot& last = *v.snapshots.back();
+  REQUIRE(last.weights.size() == replay_items);
+  const Tensor& w = last.weights[0];
+  REQUIRE(w.dimension() == 4);
+  CHECK(w.shape()[0] == t.num_layers());
+  CHECK(w.shape()[1] == t.num_heads());
+  const size_t n = w.shape()[3];
+  for (size_t i = 0; i < n; ++i) {
+    double sum = 0;
+    for (size_t j = 0; j < n; ++j) sum += double(w(0, 0, i, j));
+    CHECK(sum == Approx(1.0).epsilon(1e-5));
+  }
+  size_t right = 0;
+  for (size_t i = 0; i < replay_items; ++i) right += last.predicted[i] == t.replay()[i].label;
+  CHECK(right == replay_items);  // places reaches 100 % (docs/training.md)
+  // An incremental view ends where a fresh copy does.
+  Training::View fresh;
+  t.update_view(fresh);
+  CHECK(fresh.steps.size() == v.steps.size());
+  CHECK(fresh.snapshots.size() == v.snapshots.size());
+}
+
+TEST_CASE("ui training: bad settings and a diverging run are messages", "[ui][training]") {
+  Training t;
+  t.configure(places);
+  t.run_steps(2);
+  CHECK_THROWS_WITH(t.configure({{"task", "places"}, {"lr", -1}}), Catch::Contains("learning rate -1"));
+  CHECK_THROWS_WITH(t.configure({{"task", "sorting"}}), Catch::Contains("duplicate"));
+  CHECK_THROWS_WITH(t.configure({{"task", "places"}, {"data", "x.jsonl"}}), Catch::Contains("--task NAME or --data"));
+  CHECK_THROWS_WITH(t.configure({{"data", "/nonexistent/x.jsonl"}}), Catch::Contains("cannot read"));
+  CHECK(t.status().step == 2);  // the old run stays
+  t.configure({{"task", "places"}, {"optimizer", "sgd"}, {"lr", 1e30}, {"steps", 50}});
+  t.run_steps(50);
+  const TrainingStatus s = t.status();
+  CHECK(s.step < 50);
+  CHECK_THAT(s.error, Catch::Contains("step"));
+  CHECK_FALSE(s.running);
+}
+
+TEST_CASE("ui training: the trained model's files open as Model files", "[ui][training]") {
+  Training t;
+  t.configure(places);
+  t.run_steps(30);
+  const Training::ModelFilesBytes files = t.model_files();
+  const std::string w = temp_path("w.safetensors"), c = temp_path("c.json"), v = temp_path("v.json");
+  std::ofstream(w, std::ios::binary) << files.weights;
+  std::ofstream(c, std::ios::binary) << files.config;
+  std::ofstream(v, std::ios::binary) << files.vocab;
+  const auto loaded = load_model({w, c, v});
+  CHECK(loaded->model.config.d_model == size_t(t.effective_settings()["d_model"].get<int>()));
+  REQUIRE(loaded->vocab.has_value());
+  CHECK(loaded->vocab->size() == t.vocab()->size());
+  const auto model = t.model_copy();
+  CHECK(loaded->model.fc.weight == model->fc.weight);
+  for (const auto& p : {w, c, v}) std::filesystem::remove(p);
+}

@@ -1,0 +1,470 @@
+// The App's Train tab (training a classifier live, its curves, its attention and the replay of it) and
+// the model view (every layer x head of one item at once), which the Stage tab and the Train tab share.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/error.hpp"
+#include "core/train_data.hpp"
+#include "ui/app.hpp"
+#include "ui/widgets.hpp"
+
+namespace attn::ui {
+namespace {
+
+const ImU32 train_color = IM_COL32(90, 160, 255, 255), val_color = IM_COL32(255, 170, 60, 255);
+const char* const task_items[] = {"duplicate", "brackets", "places", "a labelled file"};
+const char* const optimizer_items[] = {"sgd", "adam", "adamw"};
+
+template <size_t N>
+int index_of(const char* const (&items)[N], const std::string& name) {
+  for (size_t i = 0; i < N; ++i)
+    if (name == items[i]) return int(i);
+  return 0;
+}
+
+int int_setting(const Json& j, const char* key) { return j.contains(key) ? j[key].get<int>() : 0; }
+
+// A line chart of up to two series (x = step) in a box of `size`; log_y plots log10 of positive values.
+// `scratch` holds the screen points (kept between frames: no allocation once grown).
+void line_chart(const char* id, const char* title, const std::vector<ImVec2>& a, const std::vector<ImVec2>& b,
+                bool log_y, ImVec2 size, std::vector<ImVec2>& scratch) {
+  ImGui::PushID(id);
+  const ImVec2 top = ImGui::GetCursorScreenPos();
+  ImGui::InvisibleButton("chart", size);
+  const bool hovered = ImGui::IsItemHovered();
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const float line = ImGui::GetTextLineHeight();
+  const ImVec2 p0(top.x + 52, top.y + line + 4), p1(top.x + size.x - 6, top.y + size.y - line - 4);
+  dl->AddRect(p0, p1, ImGui::GetColorU32(ImGuiCol_Border));
+  dl->AddText(ImVec2(p0.x, top.y), ImGui::GetColorU32(ImGuiCol_Text), title);
+  auto y_of = [&](float v) { return log_y ? std::log10(std::max(v, 1e-8f)) : v; };
+  float x_hi = 1, y_lo = INFINITY, y_hi = -INFINITY;
+  for (const auto* s : {&a, &b})
+    for (const ImVec2& p : *s) {
+      x_hi = std::max(x_hi, p.x);
+      y_lo = std::min(y_lo, y_of(p.y));
+      y_hi = std::max(y_hi, y_of(p.y));
+    }
+  if (!(y_lo <= y_hi)) {
+    ImGui::PopID();
+    return;
+  }
+  if (y_hi - y_lo < 1e-6f) y_hi = y_lo + 1e-6f;
+  const auto screen = [&](ImVec2 p) {
+    return ImVec2(p0.x + (p1.x - p0.x) * p.x / x_hi, p1.y - (p1.y - p0.y) * (y_of(p.y) - y_lo) / (y_hi - y_lo));
+  };
+  for (const auto& [series, color] : {std::pair{&a, train_color}, std::pair{&b, val_color}}) {
+    // At most about one point per pixel column: every k-th point.
+    const size_t k = std::max<size_t>(1, series->size() / size_t(std::max(1.0f, p1.x - p0.x)));
+    scratch.clear();
+    for (size_t i = 0; i < series->size(); i += k) scratch.push_back(screen((*series)[i]));
+    if (!series->empty() && (series->size() - 1) % k) scratch.push_back(screen(series->back()));
+    if (scratch.size() > 1) dl->AddPolyline(scratch.data(), int(scratch.size()), color, 0, 1.5f);
+    if (series == &b)
+      for (const ImVec2& p : scratch) dl->AddCircleFilled(p, 2.5f, color);
+  }
+  char text[32];
+  const auto value_text = [&](float y) {
+    std::snprintf(text, sizeof text, "%.3g", log_y ? std::pow(10.0, double(y)) : double(y));
+    return text;
+  };
+  dl->AddText(ImVec2(top.x, p0.y - 2), ImGui::GetColorU32(ImGuiCol_Text), value_text(y_hi));
+  dl->AddText(ImVec2(top.x, p1.y - line + 2), ImGui::GetColorU32(ImGuiCol_Text), value_text(y_lo));
+  std::snprintf(text, sizeof text, "step %.0f", double(x_hi));
+  dl->AddText(ImVec2(p1.x - ImGui::CalcTextSize(text).x, p1.y + 2), ImGui::GetColorU32(ImGuiCol_Text), text);
+  if (hovered && !a.empty()) {  // the values at the step under the mouse
+    const float step = std::clamp((ImGui::GetMousePos().x - p0.x) / (p1.x - p0.x), 0.0f, 1.0f) * x_hi;
+    const auto near = [&](const std::vector<ImVec2>& s) {
+      return std::lower_bound(s.begin(), s.end(), step, [](const ImVec2& p, float x) { return p.x < x; });
+    };
+    const auto ia = near(a), ib = near(b);
+    ImGui::BeginTooltip();
+    if (ia != a.end()) ImGui::Text("step %.0f: training %.4g", double(ia->x), double(ia->y));
+    if (ib != b.end()) ImGui::Text("step %.0f: validation %.4g", double(ib->x), double(ib->y));
+    ImGui::EndTooltip();
+  }
+  ImGui::PopID();
+}
+
+}  // namespace
+
+// --- the model view ---
+
+template <class CellTensor>
+bool App::draw_head_grid(std::vector<Heatmap>& cells, size_t layers, size_t heads, CellTensor cell_tensor,
+                         float width, int& layer, int& head, bool record) {
+  if (record) (&cells == &stage_grid_ ? stage_cells_ : train_cells_).clear();
+  cells.resize(std::max(cells.size(), layers * heads));
+  const float label_w = 28, gap = 4, pad = 1;
+  const float side = std::clamp((width - label_w) / float(std::max<size_t>(heads, 1)) - gap - 2 * pad, 16.0f, 120.0f);
+  const float stride = side + 2 * pad + gap;
+  bool clicked = false;
+  for (size_t h = 0; h < heads; ++h) {
+    ImGui::SameLine(label_w + float(h) * stride);
+    ImGui::Text("H%zu", h);
+  }
+  ImGui::PushStyleVar(ImGuiStyleVar_FramePadding, ImVec2(pad, pad));
+  for (size_t l = 0; l < layers; ++l) {
+    ImGui::AlignTextToFramePadding();
+    ImGui::Text("L%zu", l);
+    for (size_t h = 0; h < heads; ++h) {
+      ImGui::SameLine(label_w + float(h) * stride);
+      Heatmap& cell = cells[l * heads + h];
+      ViewKey key;
+      const Tensor* t = cell_tensor(l, h, key);
+      ImGui::PushID(int(l * heads + h));
+      const ImVec2 at = ImGui::GetCursorScreenPos();
+      if (t) {
+        refresh(cell, key, *t, ColorMap::sequential);
+        if (ImGui::ImageButton("cell", cell.texture, ImVec2(side, side), ImVec2(0, 0), ImVec2(1, 1))) {
+          layer = int(l);
+          head = int(h);
+          clicked = true;
+        }
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("layer %zu, head %zu: click to open", l, h);
+      } else {
+        ImGui::Button("-", ImVec2(side, side));
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("layer %zu: not computed by the fused path", l);
+      }
+      if (int(l) == layer && int(h) == head)
+        ImGui::GetWindowDrawList()->AddRect(at, ImVec2(at.x + side + 2 * pad, at.y + side + 2 * pad),
+                                            IM_COL32(255, 220, 80, 255), 0, 0, 2);
+      if (record)
+        (&cells == &stage_grid_ ? stage_cells_ : train_cells_).push_back({int(l), int(h), at.x, at.y, side, side});
+      ImGui::PopID();
+    }
+  }
+  ImGui::PopStyleVar();
+  return clicked;
+}
+
+void App::draw_model_view(float width, float height) {
+  const Computed* r = playground_.result();
+  if (!r) return;
+  const size_t layers = layer_weights_.size();
+  const Stage* first = layers ? layer_weights_[0] : nullptr;
+  const size_t heads = first && first->value.dimension() == 4 ? first->value.shape()[1] : 1;
+  size_t batch = r->tokens.size();
+  index_slider("batch item", batch_, batch, false);
+  ImGui::TextColored(dim_color, "Attention weights of every layer (rows) and head (columns) for item %d; click one to "
+                                "open it.", batch_);
+  ImGui::BeginChild("grid", ImVec2(width, height - ImGui::GetFrameHeightWithSpacing() * 2), false);
+  int layer = layer_, head = head_;
+  // [B, H, S, S] per layer (the first tutorial's [B, S, S]: its head index is ignored).
+  const auto cell = [&](size_t l, size_t h, ViewKey& key) -> const Tensor* {
+    const Stage* s = layer_weights_[l];
+    if (!s) return nullptr;
+    key = {playground_.result_generation(), &s->value, size_t(batch_), h};
+    return &s->value;
+  };
+  if (draw_head_grid(stage_grid_, layers, heads, cell, width, layer, head, true)) {
+    set_layer(layer);
+    head_ = head;
+    stage_ = weights_stage_name(*r, size_t(layer));
+    model_view_ = false;
+  }
+  ImGui::EndChild();
+}
+
+// --- the Train tab: its run follows the configuration's training settings ---
+
+std::string App::configure_training(const Json& settings) {
+  try {
+    training_.configure(settings);
+  } catch (const InputError& e) {
+    return e.what();
+  } catch (const std::bad_alloc&) {
+    return "out of memory building the training run";
+  }
+  PlaygroundConfig c = playground_.config();
+  c.training = settings;
+  apply(c);
+  train_synced_generation_ = playground_.config_generation();
+  train_error_.clear();
+  replay_index_ = -1;
+  return "";
+}
+
+void App::set_training(const Json& settings) {
+  const std::string error = configure_training(settings);
+  if (!error.empty()) train_error_ = error;
+}
+
+// A configuration change (a link, the API, a control) that touched the training settings rebuilds the
+// run; pump() trains where there is no worker thread.
+void App::sync_training() {
+  if (train_synced_generation_ != playground_.config_generation()) {
+    train_synced_generation_ = playground_.config_generation();
+    const Json& wanted = playground_.config().training;
+    if (training_.configured() ? wanted != training_.settings() : tab_ == Tab::train || !wanted.empty()) {
+      try {
+        training_.configure(wanted);
+        train_error_.clear();
+        replay_index_ = -1;
+      } catch (const InputError& e) {
+        train_error_ = e.what();
+      }
+    }
+  }
+  training_.pump(train_budget_ms);
+  training_.update_view(train_view_);
+  refresh_train_cache();
+}
+
+void App::refresh_train_cache() {
+  if (train_cache_generation_ == train_view_.generation) return;
+  train_cache_generation_ = train_view_.generation;
+  const bool new_run = loss_points_.size() > train_view_.steps.size() || replay_labels_.size() != training_.replay().size() ||
+                       (train_view_.steps.empty() && !loss_points_.empty());
+  if (new_run || train_view_.steps.empty()) {
+    loss_points_.clear();
+    accuracy_points_.clear();
+    val_loss_points_.clear();
+    val_accuracy_points_.clear();
+  }
+  for (size_t i = loss_points_.size(); i < train_view_.steps.size(); ++i) {
+    const train::StepRecord& s = train_view_.steps[i];
+    loss_points_.push_back(ImVec2(float(s.step), s.loss));
+    accuracy_points_.push_back(ImVec2(float(s.step), float(s.accuracy)));
+  }
+  for (size_t i = val_loss_points_.size(); i < train_view_.evals.size(); ++i) {
+    const train::EvalRecord& e = train_view_.evals[i];
+    val_loss_points_.push_back(ImVec2(float(e.step), e.loss));
+    val_accuracy_points_.push_back(ImVec2(float(e.step), float(e.accuracy)));
+  }
+  replay_labels_.clear();
+  for (const ReplayItem& item : training_.replay()) replay_labels_.push_back(item.tokens);
+  const Json& e = training_.effective_settings();
+  TrainControls& c = train_controls_;
+  c.task = e.contains("task") ? index_of(task_items, e["task"].get<std::string>()) : 3;
+  c.steps = int_setting(e, "steps");
+  c.batch_size = int_setting(e, "batch_size");
+  c.d_model = int_setting(e, "d_model");
+  c.num_heads = int_setting(e, "num_heads");
+  c.num_layers = int_setting(e, "num_layers");
+  c.d_ff = int_setting(e, "d_ff");
+  c.eval_every = int_setting(e, "eval_every");
+  c.optimizer = e.contains("optimizer") ? index_of(optimizer_items, e["optimizer"].get<std::string>()) : 2;
+  c.mask = e.contains("mask") ? index_of(mask_names, e["mask"].get<std::string>()) : 1;
+  c.lr = e.contains("lr") ? e["lr"].get<double>() : 0;
+  c.seed = e.contains("seed") ? e["seed"].get<uint64_t>() : 0;
+}
+
+void App::draw_train_view(float width, float height) {
+  if (!training_.configured() && train_error_.empty()) {
+    set_training(playground_.config().training);  // the first visit builds the default run
+    sync_training();
+  }
+  ImGui::BeginChild("train", ImVec2(width, height), false);
+  draw_train_controls();
+  if (!train_error_.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, error_color);
+    ImGui::TextWrapped("%s", train_error_.c_str());
+    ImGui::PopStyleColor();
+  }
+  if (training_.configured()) {
+    draw_train_curves(width);
+    draw_train_attention(width, height);
+  }
+  ImGui::EndChild();
+}
+
+void App::draw_train_controls() {
+  train_buttons_.clear();
+  const auto button = [&](const char* name, const char* label) {
+    const ImVec2 at = ImGui::GetCursorScreenPos();
+    const bool pressed = ImGui::Button(label);
+    const ImVec2 size = ImGui::GetItemRectSize();
+    train_buttons_.push_back({name, at.x, at.y, size.x, size.y});
+    return pressed;
+  };
+  const TrainingStatus& s = train_view_.status;
+  const bool done = s.step >= s.steps;
+  ImGui::BeginDisabled(!training_.configured() || done || !s.error.empty());
+  if (button("play", s.running ? "Pause" : "Play")) s.running ? training_.pause() : training_.play();
+  ImGui::SameLine();
+  if (button("step", "Step")) training_.run_steps(1);
+  ImGui::EndDisabled();
+  ImGui::SameLine();
+  if (button("reset", "Reset")) set_training(playground_.config().training);
+  ImGui::SameLine();
+  ImGui::Text("step %zu / %zu", s.step, s.steps);
+  if (s.step) {
+    ImGui::SameLine();
+    ImGui::TextColored(dim_color, "%.0f steps/s  loss %.4f  accuracy %.1f%%", s.steps_per_s, double(s.loss),
+                       100 * s.accuracy);
+    if (s.val_accuracy) {
+      ImGui::SameLine();
+      ImGui::TextColored(ImVec4(1.0f, 0.67f, 0.24f, 1.0f), "validation %.1f%%", 100 * *s.val_accuracy);
+    }
+  }
+  if (!s.error.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, error_color);
+    ImGui::TextWrapped("Stopped: %s", s.error.c_str());
+    ImGui::PopStyleColor();
+  }
+  if (!training_.pattern().empty()) ImGui::TextColored(dim_color, "What to look for: %s.", training_.pattern().c_str());
+  draw_train_settings();
+}
+
+void App::draw_train_settings() {
+  ImGui::PushItemWidth(130);
+  TrainControls& c = train_controls_;
+  Json settings = Json();  // built only when a control changes
+  const auto edit = [&](const char* key, Json value) {
+    if (settings.is_null()) settings = playground_.config().training;
+    settings[key] = std::move(value);
+  };
+  int task = c.task;
+  if (ImGui::Combo("task", &task, task_items, 4) && task != c.task) {
+    settings = Json::object();
+    if (task < 3) settings["task"] = task_items[task];
+    else if (train_data_path_[0]) settings["data"] = train_data_path_;
+    if (playground_.config().training.contains("seed")) settings["seed"] = playground_.config().training["seed"];
+    if (task == 3 && !train_data_path_[0]) {
+      settings = Json();
+      train_error_ = platform_.external_model_picker() ? "choose a labelled file with \"Training data\" above the canvas"
+                                                       : "type the labelled file's path below, then Load";
+    }
+  }
+  if (!platform_.external_model_picker()) {
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(260);
+    ImGui::InputTextWithHint("##data", "labelled file: .jsonl or .tsv", train_data_path_, sizeof train_data_path_);
+    ImGui::SameLine();
+    if (ImGui::Button("Load") && train_data_path_[0]) settings = Json{{"data", train_data_path_}};
+  }
+  if (ImGui::CollapsingHeader("Settings (a change restarts the run)")) {
+    const ImGuiInputTextFlags enter = ImGuiInputTextFlags_EnterReturnsTrue;
+    const auto int_input = [&](const char* label, const char* key, int& value, int min_value, bool same_line) {
+      if (same_line) ImGui::SameLine();
+      int v = value;
+      if (ImGui::InputInt(label, &v, 1, 10, enter) && v >= min_value) edit(key, v);
+    };
+    int_input("steps", "steps", c.steps, 1, false);
+    int_input("batch size", "batch_size", c.batch_size, 1, true);
+    int_input("evaluate every", "eval_every", c.eval_every, 1, true);
+    int optimizer = c.optimizer;
+    if (ImGui::Combo("optimizer", &optimizer, optimizer_items, 3) && optimizer != c.optimizer)
+      edit("optimizer", optimizer_items[optimizer]);
+    ImGui::SameLine();
+    double lr = c.lr;
+    if (ImGui::InputDouble("lr", &lr, 0, 0, "%g", enter) && lr > 0) edit("lr", lr);
+    ImGui::SameLine();
+    uint64_t seed = c.seed;
+    if (ImGui::InputScalar("seed", ImGuiDataType_U64, &seed, nullptr, nullptr, nullptr, enter)) edit("seed", seed);
+    int_input("d_model", "d_model", c.d_model, 1, false);
+    int_input("heads", "num_heads", c.num_heads, 1, true);
+    int_input("layers", "num_layers", c.num_layers, 1, true);
+    int_input("d_ff", "d_ff", c.d_ff, 1, false);
+    int mask = c.mask;
+    ImGui::SameLine();
+    if (ImGui::Combo("mask", &mask, mask_names, 4) && mask != c.mask) edit("mask", mask_names[mask]);
+  }
+  ImGui::PopItemWidth();
+  if (!settings.is_null()) set_training(settings);
+}
+
+void App::draw_train_curves(float width) {
+  ImGui::Checkbox("log-scale loss", &log_loss_);
+  ImGui::SameLine();
+  ImGui::TextColored(ImVec4(0.35f, 0.63f, 1.0f, 1.0f), "training");
+  ImGui::SameLine();
+  ImGui::TextColored(ImVec4(1.0f, 0.67f, 0.24f, 1.0f), "validation");
+  const ImVec2 size(std::max(200.0f, width * 0.5f - 8), 150);
+  line_chart("loss", "loss", loss_points_, val_loss_points_, log_loss_, size, plot_scratch_);
+  ImGui::SameLine();
+  line_chart("accuracy", "accuracy", accuracy_points_, val_accuracy_points_, false, size, plot_scratch_);
+}
+
+void App::draw_train_attention(float width, float height) {
+  const auto& snapshots = train_view_.snapshots;
+  if (replay_labels_.empty() || snapshots.empty() || !train_view_.live) return;
+  index_slider("item", train_item_, replay_labels_.size(), false);
+  const size_t item = size_t(train_item_);
+  // The replay: a recorded snapshot, or the live one (the slider's last position).
+  int replay = replay_index_ < 0 ? int(snapshots.size()) : replay_index_;
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(std::max(120.0f, width * 0.35f));
+  const size_t shown_step = replay < int(snapshots.size()) ? snapshots[size_t(replay)]->step : train_view_.live->step;
+  char label[48];
+  std::snprintf(label, sizeof label, replay < int(snapshots.size()) ? "step %zu" : "live (step %zu)", shown_step);
+  if (ImGui::SliderInt("replay", &replay, 0, int(snapshots.size()), label))
+    replay_index_ = replay >= int(snapshots.size()) ? -1 : replay;
+  const Snapshot& snap = replay < int(snapshots.size()) ? *snapshots[size_t(replay)] : *train_view_.live;
+  if (item >= snap.weights.size()) return;
+  ImGui::Text("label %lld, predicted %lld (p = %.2f)", static_cast<long long>(training_.replay()[item].label),
+              static_cast<long long>(snap.predicted[item]), double(snap.probability[item]));
+  if (snap.predicted[item] == training_.replay()[item].label) {
+    ImGui::SameLine();
+    ImGui::TextColored(ImVec4(0.4f, 0.9f, 0.4f, 1.0f), "right");
+  }
+  const size_t layers = training_.num_layers(), heads = training_.num_heads();
+  const Tensor& w = snap.weights[item];
+  const float grid_w = std::min(width * 0.4f, 60.0f * float(heads) + 40);
+  ImGui::BeginGroup();
+  const auto cell = [&](size_t l, size_t h, ViewKey& key) -> const Tensor* {  // w is [layers, heads, S, S]
+    key = {snap.id, &w, l, h};
+    return &w;
+  };
+  draw_head_grid(train_grid_, layers, heads, cell, grid_w, train_layer_, train_head_, true);
+  ImGui::EndGroup();
+  train_layer_ = std::clamp(train_layer_, 0, int(layers) - 1);
+  train_head_ = std::clamp(train_head_, 0, int(heads) - 1);
+  ImGui::SameLine();
+  ImGui::BeginGroup();
+  ImGui::Text("layer %d, head %d: row = query token, column = the token it attends to", train_layer_, train_head_);
+  refresh(train_main_, ViewKey{snap.id, &w, size_t(train_layer_), size_t(train_head_)}, w, ColorMap::sequential);
+  const float avail = std::max(120.0f, height - ImGui::GetCursorPosY() - 60);
+  draw_heatmap(train_main_, &replay_labels_[item], &replay_labels_[item], width - grid_w - 20, avail, "train_main");
+  if (ImGui::Button("Show in the Stage tab")) show_trained_model();
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("Every stage of the trained model on the replay items");
+  ImGui::SameLine();
+  if (ImGui::Button("Save model")) save_trained_model();
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("trained.safetensors + trained.config.json + trained.vocab.json: the files attn encode, attn "
+                      "batch, PyTorch and Model files take");
+  ImGui::EndGroup();
+}
+
+// The trained model as a model from files, on the replay items, in the Stage tab.
+void App::show_trained_model() {
+  auto loaded = std::make_shared<LoadedModel>();
+  loaded->model = *training_.model_copy();
+  loaded->vocab = training_.vocab();
+  char name[96];
+  std::snprintf(name, sizeof name, "trained (step %zu)", train_view_.status.step);
+  loaded->name = name;
+  PlaygroundConfig c = playground_.config();
+  c.model = ModelKind::loaded;
+  c.sentences.clear();
+  for (const ReplayItem& item : training_.replay()) {
+    std::string text;
+    for (const std::string& t : item.tokens) text += (text.empty() ? "" : " ") + t;
+    c.sentences.push_back(text);
+  }
+  c.mask = parse_mask_kind(training_.effective_settings()["mask"].get<std::string>());
+  c.train = false;
+  attach_model(c, std::move(loaded));
+  apply(c);
+  batch_ = train_item_;
+  set_layer(train_layer_);
+  head_ = train_head_;
+  stage_ = "layers." + std::to_string(train_layer_) + ".self_attn.attention_weights";
+  select_tab(Tab::stage);
+}
+
+void App::save_trained_model() {
+  try {
+    const Training::ModelFilesBytes files = training_.model_files();
+    const auto bytes = [](const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); };
+    status_ = platform_.save_file("trained.safetensors", bytes(files.weights), "application/octet-stream");
+    status_ += "; " + platform_.save_file("trained.config.json", bytes(files.config), "application/json");
+    status_ += "; " + platform_.save_file("trained.vocab.json", bytes(files.vocab), "application/json");
+  } catch (const std::exception& e) {
+    status_ = std::string("could not save the model: ") + e.what();
+  }
+}
+
+}  // namespace attn::ui

@@ -1,0 +1,442 @@
+#include "ui/training.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "core/batch.hpp"
+#include "core/error.hpp"
+#include "core/safetensors.hpp"
+#include "native/train_setup.hpp"
+
+namespace attn::ui {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
+constexpr bool threads_here = false;
+#else
+constexpr bool threads_here = true;
+#endif
+
+// The settings' keys and the option each one sets.
+struct StringKey {
+  const char* key;
+  std::string cli::TrainOptions::*train;
+  std::string cli::ModelOptions::*model;
+};
+const StringKey string_keys[] = {
+    {"task", &cli::TrainOptions::task, nullptr},
+    {"data", &cli::TrainOptions::data, nullptr},
+    {"val_data", &cli::TrainOptions::val_data, nullptr},
+    {"val_fraction", &cli::TrainOptions::val_fraction, nullptr},
+    {"steps", &cli::TrainOptions::steps, nullptr},
+    {"epochs", &cli::TrainOptions::epochs, nullptr},
+    {"batch_size", &cli::TrainOptions::batch_size, nullptr},
+    {"optimizer", &cli::TrainOptions::optimizer, nullptr},
+    {"lr", &cli::TrainOptions::lr, nullptr},
+    {"weight_decay", &cli::TrainOptions::weight_decay, nullptr},
+    {"momentum", &cli::TrainOptions::momentum, nullptr},
+    {"dampening", &cli::TrainOptions::dampening, nullptr},
+    {"betas", &cli::TrainOptions::betas, nullptr},
+    {"eps", &cli::TrainOptions::eps, nullptr},
+    {"clip_grad_norm", &cli::TrainOptions::clip_grad_norm, nullptr},
+    {"schedule", &cli::TrainOptions::schedule, nullptr},
+    {"warmup", &cli::TrainOptions::warmup, nullptr},
+    {"label_smoothing", &cli::TrainOptions::label_smoothing, nullptr},
+    {"eval_every", &cli::TrainOptions::eval_every, nullptr},
+    {"threads", &cli::TrainOptions::threads, nullptr},
+    {"backend", &cli::TrainOptions::backend, nullptr},
+    {"seed", nullptr, &cli::ModelOptions::seed},
+    {"mask", nullptr, &cli::ModelOptions::mask},
+    {"vocab_size", nullptr, &cli::ModelOptions::vocab_size},
+    {"d_model", nullptr, &cli::ModelOptions::d_model},
+    {"num_heads", nullptr, &cli::ModelOptions::num_heads},
+    {"num_layers", nullptr, &cli::ModelOptions::num_layers},
+    {"d_ff", nullptr, &cli::ModelOptions::d_ff},
+    {"max_len", nullptr, &cli::ModelOptions::max_len},
+    {"num_classes", nullptr, &cli::ModelOptions::num_classes},
+    {"dropout", nullptr, &cli::ModelOptions::dropout},
+    {"activation", nullptr, &cli::ModelOptions::activation},
+    {"layer_style", nullptr, &cli::ModelOptions::layer_style},
+};
+struct FlagKey {
+  const char* key;
+  bool cli::TrainOptions::*train;
+  bool cli::ModelOptions::*model;
+};
+const FlagKey flag_keys[] = {
+    {"nesterov", &cli::TrainOptions::nesterov, nullptr},
+    {"no_shuffle", &cli::TrainOptions::no_shuffle, nullptr},
+    {"norm_first", nullptr, &cli::ModelOptions::norm_first},
+    {"post_norm", nullptr, &cli::ModelOptions::post_norm},
+};
+
+// A setting's value as the command line would spell it.
+std::string option_text(const std::string& key, const Json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer() || v.is_number_unsigned() || v.is_number_float()) return v.dump();
+  if (key == "betas" && v.is_array() && v.size() == 2 && v[0].is_number() && v[1].is_number())
+    return v[0].dump() + "," + v[1].dump();
+  throw InputError("training setting '" + key + "' must be a number or a string" +
+                   (key == "betas" ? " (or [b1, b2])" : ""));
+}
+
+std::vector<std::string> item_tokens(const train::LabelledItem& item) {
+  if (!item.tokens.empty()) return item.tokens;
+  std::vector<std::string> out;
+  for (int64_t id : item.ids) out.push_back("#" + std::to_string(id));
+  return out;
+}
+
+const char* optimizer_name(OptimizerKind k) {
+  return k == OptimizerKind::sgd ? "sgd" : k == OptimizerKind::adam ? "adam" : "adamw";
+}
+
+Json effective_json(const cli::TrainOptions& o, const cli::TrainRun& r) {
+  const train::TrainSettings& s = r.settings;
+  const TransformerConfig& c = r.data.config;
+  Json j = {{"steps", s.steps}, {"batch_size", s.batch_size}, {"optimizer", optimizer_name(s.optimizer.kind)},
+            {"lr", s.optimizer.lr}, {"weight_decay", weight_decay_of(s.optimizer)},
+            {"momentum", s.optimizer.momentum}, {"betas", {s.optimizer.beta1, s.optimizer.beta2}},
+            {"eps", s.optimizer.eps}, {"clip_grad_norm", s.clip_grad_norm},
+            {"schedule", s.schedule.kind == ScheduleKind::constant ? "constant" : "cosine"},
+            {"warmup", s.schedule.warmup}, {"label_smoothing", s.label_smoothing}, {"no_shuffle", !s.shuffle},
+            {"eval_every", r.eval_every}, {"seed", s.seed}, {"mask", mask_kind_name(s.mask)},
+            {"d_model", c.d_model}, {"num_heads", c.num_heads}, {"num_layers", c.num_layers},
+            {"d_ff", c.ff_width()}, {"max_len", c.max_len}, {"num_classes", c.num_classes},
+            {"dropout", c.dropout}, {"activation", c.activation == Activation::relu ? "relu" : "gelu"},
+            {"norm_first", c.norm_first}};
+  if (!o.task.empty()) j["task"] = o.task;
+  if (!o.data.empty()) j["data"] = o.data;
+  return j;
+}
+
+std::atomic<uint64_t> next_snapshot_id{1};
+
+}  // namespace
+
+cli::TrainOptions training_options(const Json& settings) {
+  if (!settings.is_object()) throw InputError("training settings must be a JSON object");
+  cli::TrainOptions o;
+  o.model.mask = "";  // the task's mask, else padding (as attn train)
+  for (const auto& [key, value] : settings.items()) {
+    bool known = false;
+    for (const StringKey& k : string_keys)
+      if (key == k.key) {
+        (k.train ? o.*k.train : o.model.*k.model) = option_text(key, value);
+        known = true;
+      }
+    for (const FlagKey& k : flag_keys)
+      if (key == k.key) {
+        if (!value.is_boolean()) throw InputError("training setting '" + key + "' must be true or false");
+        (k.train ? o.*k.train : o.model.*k.model) = value.get<bool>();
+        known = true;
+      }
+    if (!known)
+      throw InputError("unknown training setting '" + key + "' (attn train's options without dashes: task, steps, "
+                       "batch_size, optimizer, lr, seed, d_model, num_heads, num_layers, eval_every, …)");
+  }
+  if (!threads_here && !o.threads.empty() && o.threads != "1")
+    throw InputError("threads: this build has no threads; training runs on one");
+  return o;
+}
+
+std::vector<std::pair<std::string, std::string>> training_hash_pairs(const Json& settings) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const auto& [key, value] : settings.items())  // nlohmann's objects iterate in key order
+    if (key != "data") pairs.emplace_back("train." + key, value.is_boolean() ? value.dump() : option_text(key, value));
+  return pairs;
+}
+
+Json training_from_hash_value(const std::string& key, const std::string& value) {
+  for (const FlagKey& k : flag_keys)
+    if (key == k.key) {
+      if (value != "true" && value != "false") throw InputError("train." + key + " must be true or false");
+      return value == "true";
+    }
+  for (const StringKey& k : string_keys)
+    if (key == k.key) {
+      const Json number = Json::parse(value, nullptr, false);
+      return number.is_number() ? number : Json(value);
+    }
+  throw InputError("unknown training setting 'train." + key + "'");
+}
+
+Json status_json(const TrainingStatus& s) {
+  return {{"step", s.step}, {"steps", s.steps}, {"running", s.running}, {"loss", s.step ? Json(s.loss) : Json()},
+          {"accuracy", s.step ? Json(s.accuracy) : Json()}, {"val_loss", s.val_loss ? Json(*s.val_loss) : Json()},
+          {"val_accuracy", s.val_accuracy ? Json(*s.val_accuracy) : Json()}, {"steps_per_s", s.steps_per_s},
+          {"error", s.error}};
+}
+
+// --- the run ---
+
+struct Training::Run {
+  cli::TrainOptions options;
+  cli::TrainRun r;
+  std::vector<train::LabelledItem> replay;
+  size_t snapshot_every = 1;
+  Clock::time_point last_live = Clock::now();
+  Clock::time_point rate_start = Clock::now();
+  size_t rate_first_step = 0;
+};
+
+Training::Training() {
+  if (threads_here) worker_ = std::thread([this] { worker_loop(); });
+}
+
+Training::~Training() { stop_worker(); }
+
+bool Training::has_worker() { return threads_here; }
+
+void Training::stop_worker() {
+  pause();
+  if (!worker_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(wake_mutex_);
+    quit_ = true;
+  }
+  wake_.notify_all();
+  worker_.join();
+}
+
+void Training::configure(const Json& settings) {
+  auto run = std::make_unique<Run>();
+  run->options = training_options(settings);
+  run->r = cli::prepare_train_run(run->options);
+  cli::TrainRun& r = run->r;
+  if (run->options.eval_every.empty()) r.eval_every = std::max<size_t>(1, r.settings.steps / default_evaluations);
+  const auto& pool = r.data.sets.val.empty() ? r.data.sets.train : r.data.sets.val;
+  run->replay.assign(pool.begin(), pool.begin() + std::ptrdiff_t(std::min(replay_items, pool.size())));
+  const TransformerConfig& c = r.data.config;
+  size_t bytes = 0;
+  for (const auto& item : run->replay) bytes += c.num_layers * c.num_heads * item.ids.size() * item.ids.size() * 4;
+  const size_t cap = std::clamp<size_t>(max_snapshot_bytes / std::max<size_t>(bytes, 1), 3, max_snapshots);
+  run->snapshot_every = std::max<size_t>(1, (r.settings.steps + cap - 3) / (cap - 2));
+  auto first = take_snapshot(*run, 0);
+
+  pause();
+  std::lock_guard<std::mutex> run_lock(run_mutex_);
+  settings_ = settings;
+  effective_ = effective_json(run->options, r);
+  replay_.clear();
+  for (const auto& item : run->replay) replay_.push_back({item_tokens(item), item.label});
+  layers_ = c.num_layers;
+  heads_ = c.num_heads;
+  classes_ = c.num_classes;
+  pattern_ = r.data.task ? r.data.task->pattern : "";
+  {
+    std::lock_guard<std::mutex> lock(view_mutex_);
+    published_ = View();
+    published_.run = ++run_id_;
+    published_.snapshots = {first};
+    published_.live = first;
+    published_.status.steps = r.settings.steps;
+    published_.generation = ++generation_;
+  }
+  run_ = std::move(run);
+}
+
+std::shared_ptr<const Snapshot> Training::take_snapshot(const Run& run, size_t step) const {
+  auto s = std::make_shared<Snapshot>();
+  s->id = next_snapshot_id++;
+  s->step = step;
+  const TransformerModel& model = run.r.trainer->model();
+  const TransformerConfig& c = model.config;
+  for (const auto& item : run.replay) {
+    const size_t n = item.ids.size();
+    const Trace t = classify(model, item.ids, 1, n, run.r.settings.mask, nullptr);
+    Tensor w = xt::zeros<float>({c.num_layers, c.num_heads, n, n});
+    for (size_t l = 0; l < c.num_layers; ++l) {
+      const Tensor& layer = t.at("layers." + std::to_string(l) + ".self_attn.attention_weights");
+      std::copy(layer.begin(), layer.end(), w.begin() + std::ptrdiff_t(l * c.num_heads * n * n));
+    }
+    s->weights.push_back(std::move(w));
+    const Tensor& logits = t.at("logits");
+    const size_t best = size_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    double sum = 0;
+    for (float v : logits) sum += std::exp(double(v - logits(best)));
+    s->predicted.push_back(int64_t(best));
+    s->probability.push_back(float(1.0 / sum));
+  }
+  return s;
+}
+
+bool Training::step_once(bool worker) {
+  std::lock_guard<std::mutex> run_lock(run_mutex_);
+  if (!run_ || (worker && !playing_)) return false;  // paused (or reconfigured) while it waited
+  Run& run = *run_;
+  train::Trainer& trainer = *run.r.trainer;
+  const size_t total = run.r.settings.steps;
+  if (trainer.steps_done() >= total) return false;
+  train::StepRecord record;
+  try {
+    record = trainer.step();
+  } catch (const InputError& e) {  // a loss that is not finite: the run stops here
+    std::lock_guard<std::mutex> lock(view_mutex_);
+    published_.status.error = e.what();
+    published_.status.running = false;
+    playing_ = false;
+    published_.generation = ++generation_;
+    return false;
+  }
+  const size_t done = trainer.steps_done();
+  std::optional<train::EvalRecord> eval;
+  if (!run.r.data.sets.val.empty() && (done == total || done % run.r.eval_every == 0)) {
+    eval = trainer.evaluate(run.r.data.sets.val);
+    eval->step = done;
+  }
+  const auto now = Clock::now();
+  const bool replay = done % run.snapshot_every == 0 || done == total;
+  std::shared_ptr<const Snapshot> snapshot;
+  if (replay || std::chrono::duration<double, std::milli>(now - run.last_live).count() >= live_interval_ms) {
+    snapshot = take_snapshot(run, done);
+    run.last_live = now;
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - run.rate_start).count();
+  std::lock_guard<std::mutex> lock(view_mutex_);
+  View& v = published_;
+  v.steps.push_back(record);
+  if (eval) v.evals.push_back(*eval);
+  if (snapshot) v.live = snapshot;
+  if (snapshot && replay) v.snapshots.push_back(snapshot);
+  TrainingStatus& s = v.status;
+  s.step = done;
+  s.loss = record.loss;
+  s.accuracy = record.accuracy;
+  if (eval) {
+    s.val_loss = double(eval->loss);
+    s.val_accuracy = eval->accuracy;
+  }
+  if (seconds > 0) s.steps_per_s = double(done - run.rate_first_step) / seconds;
+  if (done == total) playing_ = false;
+  s.running = playing_;
+  v.generation = ++generation_;
+  return done < total;
+}
+
+void Training::play() {
+  {
+    std::lock_guard<std::mutex> run_lock(run_mutex_);
+    if (!run_ || run_->r.trainer->steps_done() >= run_->r.settings.steps) return;
+    run_->rate_start = Clock::now();
+    run_->rate_first_step = run_->r.trainer->steps_done();
+    {
+      std::lock_guard<std::mutex> lock(view_mutex_);
+      if (!published_.status.error.empty()) return;
+      published_.status.running = true;
+      published_.generation = ++generation_;
+    }
+    std::lock_guard<std::mutex> wake_lock(wake_mutex_);
+    playing_ = true;
+  }
+  wake_.notify_all();
+}
+
+void Training::pause() {
+  if (!playing_.exchange(false)) return;
+  std::lock_guard<std::mutex> run_lock(run_mutex_);  // the step in flight ends first
+  std::lock_guard<std::mutex> lock(view_mutex_);
+  published_.status.running = false;
+  published_.generation = ++generation_;
+}
+
+std::vector<Json> Training::run_steps(size_t n) {
+  pause();
+  size_t first = 0;
+  {
+    std::lock_guard<std::mutex> run_lock(run_mutex_);  // waits for the worker's step in flight
+    if (!run_) throw InputError("no training run: configure one first");
+    first = run_->r.trainer->steps_done();
+    run_->rate_start = Clock::now();
+    run_->rate_first_step = first;
+  }
+  for (size_t i = 0; i < n && step_once(false);) ++i;
+  std::vector<Json> out;
+  for (Json& r : log())
+    if (r["step"].get<size_t>() > first) out.push_back(std::move(r));
+  return out;
+}
+
+void Training::pump(double budget_ms) {
+  if (threads_here) return;
+  const auto start = Clock::now();
+  double last_ms = 0;
+  while (playing_) {
+    const auto before = Clock::now();
+    if (!step_once(true)) break;
+    const auto after = Clock::now();
+    last_ms = std::chrono::duration<double, std::milli>(after - before).count();
+    if (std::chrono::duration<double, std::milli>(after - start).count() + last_ms > budget_ms) break;
+  }
+}
+
+void Training::worker_loop() {
+  std::unique_lock<std::mutex> lock(wake_mutex_);
+  for (;;) {
+    wake_.wait(lock, [this] { return quit_ || playing_.load(); });
+    if (quit_) return;
+    lock.unlock();
+    while (playing_ && step_once(true)) {
+    }
+    lock.lock();
+  }
+}
+
+TrainingStatus Training::status() const {
+  std::lock_guard<std::mutex> lock(view_mutex_);
+  return published_.status;
+}
+
+std::vector<Json> Training::log() const {
+  std::lock_guard<std::mutex> lock(view_mutex_);
+  std::vector<Json> out;
+  size_t e = 0;
+  for (const auto& s : published_.steps) {
+    out.push_back(train::record_json(s));
+    if (e < published_.evals.size() && published_.evals[e].step == s.step) out.push_back(train::record_json(published_.evals[e++]));
+  }
+  return out;
+}
+
+void Training::update_view(View& view) const {
+  std::lock_guard<std::mutex> lock(view_mutex_);
+  if (view.generation == published_.generation) return;
+  const View& p = published_;
+  if (view.run != p.run) {
+    view = p;
+    return;
+  }
+  view.steps.insert(view.steps.end(), p.steps.begin() + std::ptrdiff_t(std::min(view.steps.size(), p.steps.size())),
+                    p.steps.end());
+  view.evals.insert(view.evals.end(), p.evals.begin() + std::ptrdiff_t(std::min(view.evals.size(), p.evals.size())),
+                    p.evals.end());
+  if (view.snapshots.size() != p.snapshots.size()) view.snapshots = p.snapshots;
+  view.live = p.live;
+  view.status = p.status;
+  view.generation = p.generation;
+}
+
+Training::ModelFilesBytes Training::model_files() const {
+  std::lock_guard<std::mutex> run_lock(run_mutex_);
+  if (!run_) throw InputError("no trained model yet");
+  const TransformerModel& m = run_->r.trainer->model();
+  return {safetensors_bytes("model.safetensors", state_dict(m)), config_to_json(m.config).dump(2) + "\n",
+          batch::vocab_json(run_->r.data.vocab)};
+}
+
+std::shared_ptr<const TransformerModel> Training::model_copy() const {
+  std::lock_guard<std::mutex> run_lock(run_mutex_);
+  if (!run_) return nullptr;
+  return std::make_shared<const TransformerModel>(run_->r.trainer->model());
+}
+
+std::optional<Vocab> Training::vocab() const {
+  std::lock_guard<std::mutex> run_lock(run_mutex_);
+  if (!run_) return std::nullopt;
+  return run_->r.data.vocab;
+}
+
+}  // namespace attn::ui

@@ -1,0 +1,148 @@
+// The Train tab's run without any window: attn train's options from a JSON object of settings, the
+// run they build (native/train_setup.hpp, the CLI's own code, so the same settings give the losses of
+// `attn train --log` bit for bit), its log, and snapshots of the attention of a few validation items
+// as the model learns. Natively the steps run on a worker thread; where there are no threads (the
+// WebAssembly build) the UI calls pump() once per frame, which steps for at most a few milliseconds.
+// tests/test_ui.cpp tests it headless.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/json.hpp"
+#include "core/tensor.hpp"
+#include "core/train.hpp"
+#include "native/commands.hpp"
+
+namespace attn::ui {
+
+// The settings' keys: attn train's option names without dashes, inner dashes as underscores ("task",
+// "steps", "batch_size", "lr", …, and the model's: "d_model", "num_heads", "mask", …). Numbers, strings
+// and booleans (the flags: "no_shuffle", "nesterov", "norm_first", "post_norm"); "betas" also as [b1, b2].
+// Throws InputError for an unknown key or a value of the wrong type; the run checks the values.
+cli::TrainOptions training_options(const Json& settings);
+// The settings without "data" (a file cannot travel in a link) as URL-hash pairs "train.KEY=VALUE"
+// (percent-encoded, in key order), and back: values that parse as JSON numbers or booleans are those.
+std::vector<std::pair<std::string, std::string>> training_hash_pairs(const Json& settings);
+Json training_from_hash_value(const std::string& key, const std::string& value);
+
+// What the Train tab keeps of the attention of the first `replay_items` validation items (the
+// training items when there are none): at step 0, every snapshot_every steps and at the last step, at
+// most max_snapshots snapshots and max_snapshot_bytes in all (snapshot_every is chosen at the start so
+// that the whole run fits); plus the latest ("live") one, taken at most every live_interval_ms.
+inline constexpr size_t replay_items = 8;
+inline constexpr size_t max_snapshots = 200;
+inline constexpr size_t max_snapshot_bytes = size_t(32) << 20;
+inline constexpr double live_interval_ms = 100;
+// When the settings give no eval_every, the tab evaluates every steps / default_evaluations steps.
+inline constexpr size_t default_evaluations = 40;
+
+struct Snapshot {
+  uint64_t id = 0;  // unique in the process: a texture's cache key
+  size_t step = 0;
+  std::vector<Tensor> weights;      // per replay item: [layers, heads, S, S]
+  std::vector<int64_t> predicted;   // per replay item
+  std::vector<float> probability;   // of the predicted class
+};
+struct ReplayItem {
+  std::vector<std::string> tokens;
+  int64_t label = 0;
+};
+
+struct TrainingStatus {
+  size_t step = 0, steps = 0;
+  bool running = false;
+  float loss = 0;
+  double accuracy = 0, steps_per_s = 0;
+  std::optional<double> val_loss, val_accuracy;
+  std::string error;  // why the run stopped early (a loss that is not finite), else ""
+};
+// {step, steps, running, loss, accuracy, val_loss, val_accuracy, steps_per_s, error}; nulls before any.
+Json status_json(const TrainingStatus& s);
+
+class Training {
+ public:
+  Training();
+  ~Training();
+  Training(const Training&) = delete;
+  Training& operator=(const Training&) = delete;
+
+  // Builds a new run from the settings, paused at step 0; throws InputError (keeping the old run).
+  void configure(const Json& settings);
+  bool configured() const { return run_ != nullptr; }
+  const Json& settings() const { return settings_; }
+  // Every setting the run uses, the task's and attn train's defaults filled in.
+  const Json& effective_settings() const { return effective_; }
+  const std::vector<ReplayItem>& replay() const { return replay_; }
+  size_t num_layers() const { return layers_; }
+  size_t num_heads() const { return heads_; }
+  const std::string& pattern() const { return pattern_; }  // the task's, or ""
+  size_t num_classes() const { return classes_; }
+
+  // Play runs steps until the last one (on the worker, or in pump()); pause returns after the step in flight.
+  void play();
+  void pause();
+  // n steps on the caller's thread (pausing first); returns their log records in `attn train --log` form.
+  std::vector<Json> run_steps(size_t n);
+  // Without a worker thread: while playing, steps until `budget_ms` has passed (at least one step).
+  void pump(double budget_ms);
+  static bool has_worker();
+
+  // What the run has published (thread-safe); generation() grows with every change.
+  uint64_t generation() const { return generation_.load(); }
+  TrainingStatus status() const;
+  // The records so far, as `attn train --log` writes them (each evaluation after its step).
+  std::vector<Json> log() const;
+  // Copies what changed since the last call into the caller's buffers (all of it when the run changed).
+  struct View {
+    uint64_t generation = 0, run = 0;
+    std::vector<train::StepRecord> steps;
+    std::vector<train::EvalRecord> evals;
+    std::vector<std::shared_ptr<const Snapshot>> snapshots;  // replay, in step order
+    std::shared_ptr<const Snapshot> live;
+    TrainingStatus status;
+  };
+  void update_view(View& view) const;
+  // The trained model's files: state_dict (safetensors), config and vocabulary (JSON), as attn train
+  // --save-weights/--save-config/--save-vocab writes them; and the model itself.
+  struct ModelFilesBytes {
+    std::string weights, config, vocab;
+  };
+  ModelFilesBytes model_files() const;
+  std::shared_ptr<const TransformerModel> model_copy() const;
+  std::optional<Vocab> vocab() const;
+
+ private:
+  struct Run;
+  void stop_worker();
+  void worker_loop();
+  // One step; false when the run is over or failed, or, for the worker (and pump), paused.
+  bool step_once(bool worker);
+  std::shared_ptr<const Snapshot> take_snapshot(const Run& run, size_t step) const;
+
+  Json settings_, effective_;
+  std::vector<ReplayItem> replay_;
+  size_t layers_ = 0, heads_ = 0, classes_ = 0;
+  std::string pattern_;
+  std::unique_ptr<Run> run_;  // touched under run_mutex_ only
+  mutable std::mutex run_mutex_;
+  // Published for the UI, under view_mutex_.
+  mutable std::mutex view_mutex_;
+  View published_;
+  std::atomic<uint64_t> generation_{1};
+  uint64_t run_id_ = 0;
+  std::atomic<bool> playing_{false};
+  // The worker (native only).
+  std::thread worker_;
+  std::condition_variable wake_;
+  std::mutex wake_mutex_;
+  bool quit_ = false;
+};
+
+}  // namespace attn::ui
