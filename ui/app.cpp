@@ -100,6 +100,7 @@ App::App(Playground& playground, Platform& platform) : playground_(playground), 
   ImGui::StyleColorsDark(&style);
   style.WindowRounding = 0;
   style.FrameRounding = 3;
+  if (!playground_.config().training.empty()) pending_tab_ = int(Tab::train);  // a link to a training run
   const std::vector<std::string> names = platform_.backend_names();
   if (!names.empty()) {
     backend_names_.push_back("exact");
@@ -244,8 +245,10 @@ void App::draw() {
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const float h = avail.y - ImGui::GetFrameHeightWithSpacing();
     const char* const titles[] = {"Stage", "Masks", "Positional encoding", "Train"};
+    const int pending = pending_tab_;  // a tab selected while drawing one (a button) waits for the next frame
+    pending_tab_ = -1;
     for (int t = 0; t < 4; ++t) {
-      const ImGuiTabItemFlags flags = pending_tab_ == t ? ImGuiTabItemFlags_SetSelected : 0;
+      const ImGuiTabItemFlags flags = pending == t ? ImGuiTabItemFlags_SetSelected : 0;
       if (!ImGui::BeginTabItem(titles[t], nullptr, flags)) continue;
       tab_ = Tab(t);
       if (tab_ == Tab::stage) draw_stage_view(avail.x, h);
@@ -254,7 +257,6 @@ void App::draw() {
       else draw_pe_view(avail.x, h);
       ImGui::EndTabItem();
     }
-    pending_tab_ = -1;
     ImGui::EndTabBar();
   }
   ImGui::EndChild();

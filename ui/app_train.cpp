@@ -418,7 +418,9 @@ void App::draw_train_attention(float width, float height) {
   refresh(train_main_, ViewKey{snap.id, &w, size_t(train_layer_), size_t(train_head_)}, w, ColorMap::sequential);
   const float avail = std::max(120.0f, height - ImGui::GetCursorPosY() - 60);
   draw_heatmap(train_main_, &replay_labels_[item], &replay_labels_[item], width - grid_w - 20, avail, "train_main");
+  const ImVec2 at = ImGui::GetCursorScreenPos();
   if (ImGui::Button("Show in the Stage tab")) show_trained_model();
+  train_buttons_.push_back({"show", at.x, at.y, ImGui::GetItemRectSize().x, ImGui::GetItemRectSize().y});
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("Every stage of the trained model on the replay items");
   ImGui::SameLine();
   if (ImGui::Button("Save model")) save_trained_model();

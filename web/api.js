@@ -94,6 +94,25 @@
     setTimeout(() => URL.revokeObjectURL(url), 1000);
   };
 
+  // Training data: kept in MEMFS (a reset reads it again), one folder per file chosen.
+  let dataFiles = 0;
+  function writeDataFile(value) {  // {name, bytes} | bytes | string: returns its MEMFS path
+    const f = value && typeof value === 'object' && 'bytes' in value ? value : { name: 'data.jsonl', bytes: value };
+    const dir = '/train-data/' + (++dataFiles);
+    FS.mkdirTree(dir);
+    const path = dir + '/' + String(f.name || 'data.jsonl').replace(/[\/\0]/g, '_');
+    FS.writeFile(path, toBytes(f.bytes, 'data'));
+    return path;
+  }
+  function train(settings) {
+    const s = Object.assign({}, settings || {});
+    if (s.data != null && typeof s.data !== 'string') s.data = writeDataFile(s.data);
+    else if (typeof s.data === 'string' && !s.data.startsWith('/train-data/')) s.data = writeDataFile({ name: 'data.jsonl', bytes: s.data });
+    const error = call('attnlab_train', 'string', ['string'], [JSON.stringify(s)]);
+    if (error) throw new Error(error);
+  }
+  const pause = () => new Promise((resolve) => setTimeout(resolve, 0));
+
   window.attnlab = {
     ready,
     firstFrameMs: null,
@@ -124,6 +143,32 @@
       const error = call('attnlab_select_view', 'string', ['string'], [JSON.stringify(view)]);
       if (error) throw new Error(error);
     },
+    // train({task, data, steps, batch_size, optimizer, lr, seed, eval_every, d_model, num_heads, …}): attn
+    // train's options without dashes (inner dashes as underscores); `data` is a labelled file's bytes or
+    // text, or {name, bytes}. Resets the run (paused at step 0); throws with the reason settings are refused.
+    train(settings) { train(settings); return this.state().training; },
+    // Runs n steps (in chunks, yielding to the page between them) and resolves with their log records,
+    // as `attn train --log` writes them.
+    async trainSteps(n) {
+      const records = [];
+      for (let left = Math.max(0, Math.floor(n)); left > 0;) {
+        const chunk = Math.min(left, 50);
+        const out = JSON.parse(call('attnlab_train_steps', 'string', ['number'], [chunk]));
+        if (out.error) throw new Error(out.error);
+        for (const r of out.records) records.push(r);
+        if (!out.records.some((r) => 'loss' in r)) break;  // the run is over
+        left -= chunk;
+        await pause();
+      }
+      return records;
+    },
+    // play / pause / reset, as the Train tab's buttons.
+    trainControl(what) {
+      const error = call('attnlab_train_control', 'string', ['string'], [String(what)]);
+      if (error) throw new Error(error);
+    },
+    // Every record of the run so far.
+    trainingLog() { return JSON.parse(call('attnlab_training_log', 'string', [], [])); },
     // loadModel({weights, config, vocab}): the files of `attn encode --weights/--config/--vocab`, each an
     // ArrayBuffer or typed array, a JSON string or a plain object; weights required. Switches to the
     // model (settings.model 'loaded'); throws with the reason a file is refused; returns stats().
@@ -161,6 +206,20 @@
       const error = loadFiles(chosen);
       const note = document.getElementById('model-note');
       if (note) note.textContent = note.title = error ? 'not loaded: ' + error : 'loaded ' + chosen.map((f) => f.name).join(', ');
+    });
+    const dataPicker = document.getElementById('train-data');
+    if (dataPicker) dataPicker.addEventListener('change', async () => {
+      const f = dataPicker.files[0];
+      dataPicker.value = '';
+      if (!f) return;
+      const note = document.getElementById('train-note');
+      try {
+        train({ data: { name: f.name, bytes: new Uint8Array(await f.arrayBuffer()) } });
+        if (note) note.textContent = note.title = 'training on ' + f.name;
+        window.attnlab.selectView({ tab: 'train' });
+      } catch (e) {
+        if (note) note.textContent = note.title = 'not used: ' + e.message;
+      }
     });
     window.addEventListener('hashchange', () => {
       if (applyingHash) return;

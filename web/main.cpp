@@ -1,7 +1,8 @@
 // The web playground: the UI of ui/ in a WebGL2 canvas (GLFW from Emscripten, ImGui's OpenGL ES 3
 // backend). The page (shell.html) holds the sentence text field (IME composition works there, not in a
-// canvas) and the model file input (api.js writes the chosen files into MEMFS); api.js exposes
-// window.attnlab and keeps the URL hash in sync. C functions below are its API.
+// canvas) and the model and training-data file inputs (api.js writes the chosen files into MEMFS);
+// api.js exposes window.attnlab and keeps the URL hash in sync. C functions below are its API. This
+// build has no threads: the Train tab trains in slices of at most App::train_budget_ms per frame.
 #include <GLFW/glfw3.h>
 #include <emscripten.h>
 #include <emscripten/html5.h>
@@ -166,8 +167,55 @@ EMSCRIPTEN_KEEPALIVE const char* attnlab_load_model(const char* json) {
   }
 }
 
+// Training (the Train tab): settings as a JSON object of attn train's options (api.js has written a
+// data file into MEMFS and put its path in "data"); returns "" or why the settings are refused.
+EMSCRIPTEN_KEEPALIVE const char* attnlab_train(const char* json) {
+  try {
+    std::string error = state->app->configure_training(attn::Json::parse(json));
+    publish_config();
+    return hand_to_js(std::move(error));
+  } catch (const std::exception& e) {
+    return hand_to_js(e.what());
+  }
+}
+
+// n steps now (paused first): {"records": [...]} in `attn train --log`'s form, or {"error": "..."}.
+EMSCRIPTEN_KEEPALIVE const char* attnlab_train_steps(int n) {
+  try {
+    attn::ui::Training& t = state->app->training();
+    if (!t.configured()) {
+      std::string error = state->app->configure_training(state->playground.config().training);
+      if (!error.empty()) return hand_to_js(attn::Json{{"error", error}}.dump());
+    }
+    return hand_to_js(attn::Json{{"records", t.run_steps(size_t(std::max(0, n)))}}.dump());
+  } catch (const std::exception& e) {
+    return hand_to_js(attn::Json{{"error", e.what()}}.dump());
+  }
+}
+
+// "play" | "pause" | "reset": returns "" or the problem.
+EMSCRIPTEN_KEEPALIVE const char* attnlab_train_control(const char* what) {
+  const std::string w = what;
+  attn::ui::Training& t = state->app->training();
+  if (w == "pause") t.pause();
+  else if (w == "play" || w == "reset") {
+    if (w == "reset" || !t.configured()) {
+      std::string error = state->app->configure_training(state->playground.config().training);
+      if (!error.empty()) return hand_to_js(std::move(error));
+    }
+    if (w == "play") t.play();
+  } else {
+    return hand_to_js("unknown training control '" + w + "' (play, pause, reset)");
+  }
+  return hand_to_js("");
+}
+
+EMSCRIPTEN_KEEPALIVE const char* attnlab_training_log() {
+  return hand_to_js(attn::Json(state->app->training().log()).dump());
+}
+
 // {settings, hash, error, status, loaded_model, compute_ms, compute_count, frames, last_frame_ms,
-//  frame_allocations, view}
+//  frame_allocations, view, training}
 EMSCRIPTEN_KEEPALIVE const char* attnlab_state() {
   const attn::ui::Computed* r = state->playground.result();
   attn::Json doc = {{"settings", attn::ui::settings_json(state->playground.config())},
@@ -182,6 +230,10 @@ EMSCRIPTEN_KEEPALIVE const char* attnlab_state() {
                     {"last_frame_ms", state->last_frame_ms},
                     {"frame_allocations", state->frame_allocations},
                     {"view", state->app->view_json()}};
+  const attn::ui::Training& t = state->app->training();
+  attn::Json training = attn::ui::status_json(t.status());
+  training["settings"] = t.configured() ? t.effective_settings() : attn::Json();
+  doc["training"] = std::move(training);
   return hand_to_js(doc.dump());
 }
 

@@ -93,6 +93,115 @@ function sameAsFixture(trace, fixtureName) {
   return problems;
 }
 
+// The CLI's log of the same run, for the Train tab to equal (ATTN_CLI: the native attn; scripts/test.sh
+// builds it before the WebAssembly suite).
+function cliTrainingLog(args) {
+  const cli = process.env.ATTN_CLI || path.join(__dirname, '..', '..', 'build', 'native', 'attn');
+  if (!fs.existsSync(cli)) return null;
+  const log = path.join(require('os').tmpdir(), `attn_browser_train_${process.pid}.jsonl`);
+  require('child_process').execFileSync(cli, ['train', ...args, '--log', log, '--quiet']);
+  const records = fs.readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  fs.rmSync(log);
+  return records;
+}
+
+// Clicks one of the Train tab's buttons where the UI drew it.
+async function clickTrainButton(page, name) {
+  await frames(page, 2);
+  const canvasBox = await page.locator('#canvas').boundingBox();  // the bar above may have grown
+  const b = (await page.evaluate(() => attnlab.state().view.train.buttons))[name];
+  if (!b) throw new Error('no Train tab button ' + name);
+  // ImGui hovers an item from the frame after the mouse arrives, and clicks on press then release.
+  await page.mouse.move(canvasBox.x + b[0] + b[2] / 2, canvasBox.y + b[1] + b[3] / 2);
+  await frames(page, 2);
+  await page.mouse.down();
+  await frames(page, 2);
+  await page.mouse.up();
+  await frames(page, 2);
+}
+
+// The Train tab: the API's log equals attn train --log bit for bit; the buttons; the frame time while
+// training (printed); the duplicate task learned to its documented accuracy, with a head that looks
+// from a repeated symbol to its twin in the trained model's view of every head.
+async function checkTraining(page) {
+  const places = { task: 'places', steps: 40, eval_every: 10 };
+  await page.bringToFront();
+  await page.evaluate((s) => { attnlab.selectView({ tab: 'train' }); attnlab.train(s); }, places);
+  await frames(page, 4);
+  const tab = await page.evaluate(() => attnlab.state().view.tab);
+  check(tab === 'train', 'selectView shows the Train tab: ' + tab);
+  const records = await page.evaluate(() => attnlab.trainSteps(40));
+  const cli = cliTrainingLog(['--task', 'places', '--steps', '40', '--eval-every', '10']);
+  check(cli !== null, 'the native attn is there to compare with (ATTN_CLI or build/native/attn)');
+  if (cli) check(JSON.stringify(records) === JSON.stringify(cli) && records.length === 44,
+                 `Train tab log equals attn train --log bit for bit (${records.length} records, places, 40 steps)`);
+  const log = await page.evaluate(() => attnlab.trainingLog());
+  check(JSON.stringify(log) === JSON.stringify(records), 'trainingLog() holds every record');
+  const hash = await page.evaluate(() => location.hash);
+  check(hash.includes('train.task=places') && hash.includes('train.steps=40'), 'the training settings are in the URL hash: ' + hash);
+  let refused = await page.evaluate(() => { try { attnlab.train({ task: 'places', lr: -1 }); return ''; } catch (e) { return e.message; } });
+  check(refused.includes('learning rate'), 'bad training settings throw with the reason: ' + refused);
+  refused = await page.evaluate(() => { try { attnlab.train({ task: 'places', bogus: 1 }); return ''; } catch (e) { return e.message; } });
+  check(refused.includes("unknown training setting 'bogus'"), 'unknown training settings throw: ' + refused);
+
+  // The buttons: Reset, Play (frames keep coming while it trains), Pause.
+  await page.evaluate(() => attnlab.train({ task: 'duplicate' }));
+  await clickTrainButton(page, 'reset');
+  let t = await page.evaluate(() => attnlab.state().training);
+  check(t.step === 0 && !t.running, 'Reset: step 0, paused');
+  await clickTrainButton(page, 'play');
+  const during = await page.evaluate(async () => {
+    const ms = [];
+    for (let i = 0; i < 60; i++) {
+      await new Promise((resolve) => requestAnimationFrame(resolve));
+      ms.push(attnlab.stats().last_frame_ms);
+    }
+    return { ms, training: attnlab.state().training };
+  });
+  const mean = during.ms.reduce((a, b) => a + b, 0) / during.ms.length;
+  console.log(`frame time while training duplicate: mean ${mean.toFixed(1)} ms, max ${Math.max(...during.ms).toFixed(1)} ms ` +
+              `over ${during.ms.length} frames (${during.training.steps_per_s.toFixed(0)} steps/s; budget per frame ` +
+              `${6} ms of training)`);
+  check(during.training.running && during.training.step > 0, `Play trains in slices of each frame (step ${during.training.step})`);
+  await clickTrainButton(page, 'play');  // now labelled Pause
+  t = await page.evaluate(() => attnlab.state().training);
+  await frames(page, 3);
+  const later = await page.evaluate(() => attnlab.state().training);
+  check(!t.running && later.step === t.step, `Pause stops the run (step ${t.step})`);
+  if (outDir) fs.writeFileSync(path.join(outDir, 'playground_train.png'), await page.screenshot());
+
+  // duplicate with its documented settings: >= 95 % validation accuracy, and a twin-looking head.
+  const started = Date.now();
+  const done = await page.evaluate(async () => {
+    attnlab.train({ task: 'duplicate' });
+    const records = await attnlab.trainSteps(1e9);
+    return { last: records[records.length - 1], training: attnlab.state().training };
+  });
+  console.log(`duplicate: ${done.training.step} steps in ${((Date.now() - started) / 1000).toFixed(1)} s in the browser`);
+  check(done.last.val_accuracy >= 0.95, `duplicate reaches ${(100 * done.last.val_accuracy).toFixed(1)} % validation accuracy (>= 95 %)`);
+  await clickTrainButton(page, 'show');
+  await page.evaluate(() => attnlab.selectView({ model_view: true }));
+  await frames(page, 3);
+  const shown = await page.evaluate(() => ({ trace: attnlab.trace(), view: attnlab.state().view }));
+  const w = shown.trace.stages.find((s) => s.name === 'layers.0.self_attn.attention_weights');
+  const [B, H, S] = w.shape;
+  let best = 0;
+  for (let h = 0; h < H; h++) {
+    let sum = 0, count = 0;
+    shown.trace.tokens.forEach((tokens, b) => {
+      const later = tokens.findIndex((x, j) => x !== '[PAD]' && tokens.indexOf(x) < j);
+      if (later < 0) return;
+      sum += w.data[((b * H + h) * S + later) * S + tokens.indexOf(tokens[later])];
+      count++;
+    });
+    if (count) best = Math.max(best, sum / count);
+  }
+  check(shown.view.tab === 'stage' && shown.view.model_view.on && shown.view.model_view.cells.length === H,
+        `the trained model in the Stage tab's model view (${shown.view.model_view.cells.length} cells)`);
+  check(best >= 0.5, `a head attends from a repeated symbol to its twin: ${best.toFixed(2)} on average (>= 0.5)`);
+  if (outDir) fs.writeFileSync(path.join(outDir, 'playground_model_view.png'), await page.screenshot());
+}
+
 // Frames drawn by the page (the main loop runs on requestAnimationFrame too).
 const frames = (page, n) => page.evaluate((k) => new Promise((resolve) => {
   const step = () => (k-- > 0 ? requestAnimationFrame(step) : resolve());
@@ -347,6 +456,7 @@ function closeToFixture(trace, fx) {
     if (recomputeBudgetMs > 0) check(best <= recomputeBudgetMs, `recompute + redraw within ${recomputeBudgetMs} ms`);
     if (outDir) fs.writeFileSync(path.join(outDir, 'playground_large.png'), await page.screenshot());
     await checkIdle(page, 'S=128 Masks view');
+    await checkTraining(page);
     check(errors.length === 0, 'no console errors' + (errors.length ? ': ' + errors.join(' | ') : ''));
   } finally {
     await browser.close();
