@@ -484,12 +484,12 @@ std::pair<double, double> moments(const float* x, size_t d, float eps) {
 Tensor layer_norm(const Tensor& x, const LayerNorm& norm, float eps) {
   const size_t d = x.shape().back(), rows_count = x.size() / d;
   Tensor out = Tensor::from_shape(x.shape());
+  const float *weight = norm.weight.data(), *bias = norm.bias.data();  // raw: the loop then vectorises
   for (size_t r = 0; r < rows_count; ++r) {
     const float* in = x.data() + r * d;
     float* y = out.data() + r * d;
     const auto [mean, rstd] = moments(in, d, eps);
-    for (size_t i = 0; i < d; ++i)
-      y[i] = float((in[i] - mean) * rstd * double(norm.weight(i)) + double(norm.bias(i)));
+    for (size_t i = 0; i < d; ++i) y[i] = float((in[i] - mean) * rstd * double(weight[i]) + double(bias[i]));
   }
   return out;
 }
@@ -501,13 +501,14 @@ Tensor layer_norm_backward(const Tensor& x, const LayerNorm& norm, const Tensor&
   const size_t d = x.shape().back(), rows_count = x.size() / d;
   Tensor grad_x = Tensor::from_shape(x.shape());
   std::vector<double> grad_weight(d), grad_bias(d), x_hat(d), g(d);
+  const float* weight = norm.weight.data();
   for (size_t r = 0; r < rows_count; ++r) {
     const float *in = x.data() + r * d, *dy = grad_y.data() + r * d;
     const auto [mean, rstd] = moments(in, d, eps);
     double mean_g = 0, mean_g_x_hat = 0;
     for (size_t i = 0; i < d; ++i) {
       x_hat[i] = (in[i] - mean) * rstd;
-      g[i] = double(dy[i]) * double(norm.weight(i));
+      g[i] = double(dy[i]) * double(weight[i]);
       mean_g += g[i];
       mean_g_x_hat += g[i] * x_hat[i];
       grad_weight[i] += double(dy[i]) * x_hat[i];

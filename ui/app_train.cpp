@@ -305,6 +305,9 @@ void App::draw_train_controls() {
     ImGui::PopStyleColor();
   }
   if (!training_.pattern().empty()) ImGui::TextColored(dim_color, "What to look for: %s.", training_.pattern().c_str());
+  if (!Training::has_worker())
+    ImGui::TextColored(dim_color, "One thread here (the page is not cross-origin isolated): training runs in "
+                                  "slices of each frame, slower than on a worker.");
   draw_train_settings();
 }
 

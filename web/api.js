@@ -1,6 +1,7 @@
 // window.attnlab: the playground's JS API, and the glue between the page and the C++ shell
 // (--post-js: runs inside the Emscripten module, so it sees Module, FS, ccall and GLFW).
 (function () {
+  if (typeof window === 'undefined') return;  // a Web Worker of the threaded build: no page there
   const call = (name, ret, types, args) => Module.ccall(name, ret, types, args);
   let resolveReady;
   const ready = new Promise((resolve) => { resolveReady = resolve; });

@@ -30,15 +30,20 @@ function check(ok, what) {
   if (!ok) failures++;
 }
 
-function serve(dir) {
+// `threaded`: the pthreads build, served under /mt/ with the cross-origin isolation headers on every
+// response (as scripts/serve.py does).
+function serve(dir, threaded = null) {
   const types = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.wasm': 'application/wasm',
                   '.ttf': 'font/ttf' };
   const server = http.createServer((req, res) => {
-    const name = decodeURIComponent(new URL(req.url, 'http://x').pathname).replace(/^\/+/, '') || 'index.html';
-    const file = path.join(dir, path.normalize(name));
-    if (!file.startsWith(dir) || !fs.existsSync(file)) { res.writeHead(404); res.end(); return; }
-    res.writeHead(200, { 'Content-Type': types[path.extname(file)] || 'application/octet-stream' });
-    res.end(fs.readFileSync(file));
+    let name = decodeURIComponent(new URL(req.url, 'http://x').pathname).replace(/^\/+/, '');
+    let root = dir;
+    if (threaded && (name === 'mt' || name.startsWith('mt/'))) { root = threaded; name = name.slice(3); }
+    const file = path.join(root, path.normalize(name || 'index.html'));
+    const headers = threaded ? { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } : {};
+    if (!file.startsWith(root) || !fs.existsSync(file)) { res.writeHead(404, headers); res.end(); return; }
+    res.writeHead(200, Object.assign({ 'Content-Type': types[path.extname(file)] || 'application/octet-stream' }, headers));
+    res.end(req.method === 'HEAD' ? undefined : fs.readFileSync(file));
   });
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
@@ -200,6 +205,58 @@ async function checkTraining(page) {
         `the trained model in the Stage tab's model view (${shown.view.model_view.cells.length} cells)`);
   check(best >= 0.5, `a head attends from a repeated symbol to its twin: ${best.toFixed(2)} on average (>= 0.5)`);
   if (outDir) fs.writeFileSync(path.join(outDir, 'playground_model_view.png'), await page.screenshot());
+}
+
+// The cross-origin isolated page: it opens the threaded build (mt/), whose Train tab trains on a Web
+// Worker, to the same records as attn train --log; the frame time and speed while it plays are printed.
+async function checkThreaded(browser, errors) {
+  const threaded = process.env.ATTN_THREADED_SITE || path.join(__dirname, '..', '..', 'build-web-mt', 'web', 'site');
+  check(fs.existsSync(path.join(threaded, 'index.wasm')), 'the threaded build is there (ATTN_THREADED_SITE or build-web-mt)');
+  if (!fs.existsSync(path.join(threaded, 'index.wasm'))) return;
+  const server = await serve(site, threaded);
+  const page = await browser.newPage({ viewport: { width: 1280, height: 860 }, deviceScaleFactor: 1 });
+  page.on('console', (m) => { if (m.type() === 'error') errors.push('mt: ' + m.text()); });
+  page.on('pageerror', (e) => errors.push('mt: ' + String(e)));
+  try {
+    await page.goto(`http://127.0.0.1:${server.address().port}/#train.task=places&train.steps=40&train.eval_every=10`);
+    await page.waitForURL(/\/mt\//, { timeout: 30000 });
+    await page.waitForFunction(() => window.attnlab && window.attnlab.firstFrameMs !== null, null, { timeout: 30000 });
+    const where = await page.evaluate(() => ({ path: location.pathname, isolated: self.crossOriginIsolated,
+                                               tab: attnlab.state().view.tab }));
+    check(where.isolated && where.path === '/mt/' && where.tab === 'train',
+          `an isolated page runs the threaded build, the link opening the Train tab (${JSON.stringify(where)})`);
+    const played = await page.evaluate(async () => {
+      attnlab.trainControl('play');
+      const start = performance.now();
+      while (attnlab.state().training.step < 40 && performance.now() - start < 60000)
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      return attnlab.trainingLog();
+    });
+    const cli = cliTrainingLog(['--task', 'places', '--steps', '40', '--eval-every', '10']);
+    check(cli !== null && JSON.stringify(played) === JSON.stringify(cli),
+          `Play on the Web Worker gives attn train --log's records bit for bit (${played.length} records)`);
+    const timing = await page.evaluate(async () => {
+      attnlab.train({ task: 'duplicate' });
+      attnlab.trainControl('play');
+      const ms = [], start = performance.now();
+      while (performance.now() - start < 3000) {
+        await new Promise((resolve) => requestAnimationFrame(resolve));
+        ms.push(attnlab.stats().last_frame_ms);
+      }
+      const t = attnlab.state().training;
+      attnlab.trainControl('pause');
+      return { ms, t, seconds: (performance.now() - start) / 1000 };
+    });
+    const mean = timing.ms.reduce((a, b) => a + b, 0) / timing.ms.length;
+    console.log(`threaded page, duplicate playing on a worker: ${timing.t.step} steps in ${timing.seconds.toFixed(1)} s ` +
+                `(${timing.t.steps_per_s.toFixed(0)} steps/s); frames ${timing.ms.length}, mean ${mean.toFixed(1)} ms, ` +
+                `max ${Math.max(...timing.ms).toFixed(1)} ms`);
+    check(timing.t.step > 0, `the worker trains while frames are drawn (${timing.t.step} steps)`);
+    if (outDir) fs.writeFileSync(path.join(outDir, 'playground_threaded_train.png'), await page.screenshot());
+  } finally {
+    await page.close();
+    server.close();
+  }
 }
 
 // Frames drawn by the page (the main loop runs on requestAnimationFrame too).
@@ -457,6 +514,7 @@ function closeToFixture(trace, fx) {
     if (outDir) fs.writeFileSync(path.join(outDir, 'playground_large.png'), await page.screenshot());
     await checkIdle(page, 'S=128 Masks view');
     await checkTraining(page);
+    await checkThreaded(browser, errors);
     check(errors.length === 0, 'no console errors' + (errors.length ? ': ' + errors.join(' | ') : ''));
   } finally {
     await browser.close();
