@@ -8,6 +8,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 deps="$root/.deps"
+. "$root/scripts/debian-archive.sh"
 
 packages=(libglfw3-dev libgl-dev libegl-dev libgl1-mesa-dri xvfb xauth chromium fonts-nanum fonttools libstb-dev
           dpkg-dev ca-certificates)
@@ -29,8 +30,9 @@ stamp="$deps/imgui/.stamp-$imgui_version"
 if [ ! -f "$stamp" ]; then
   src="$deps/imgui-src"
   rm -rf "$src" "$deps/imgui" && mkdir -p "$src/lists/partial"
-  printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-    > "$src/src.sources"
+  archive=$(debian_archive)
+  printf 'Types: deb-src\nURIs: %s\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+    "$archive" > "$src/src.sources"
   O=(-o Dir::Etc::sourcelist=/dev/null -o "Dir::Etc::sourceparts=$src" -o "Dir::State::Lists=$src/lists"
      -o "Dir::Cache=$src/cache" -o APT::Sandbox::User=root)
   apt-get "${O[@]}" update -qq

@@ -7,6 +7,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 deps="$root/.deps"
+. "$root/scripts/debian-archive.sh"
 
 packages=(cmake g++ make clang-14 libclang-rt-14-dev python3-torch python3-numpy python3-threadpoolctl emscripten nodejs catch2
           nlohmann-json3-dev libcli11-dev dpkg-dev ca-certificates)
@@ -21,13 +22,14 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # Pinned header-only packages from trixie, fetched with private apt lists (the system's apt config
-# is left alone).
+# is left alone) from the archive the system's apt uses (scripts/debian-archive.sh).
 pinned=(libxsimd-dev=13.2.0-1 libxtensor-dev=0.25.0-2 xtl-dev=0.7.7-1)
 stamp="$deps/.stamp-$(echo "${pinned[*]}" | tr ' =' '_-')"
 if [ ! -f "$stamp" ]; then
   rm -rf "$deps" && mkdir -p "$deps/apt/lists/partial" "$deps/debs"
-  printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-    > "$deps/apt/trixie.sources"
+  archive=$(debian_archive)
+  printf 'Types: deb\nURIs: %s\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+    "$archive" > "$deps/apt/trixie.sources"
   O=(-o Dir::Etc::sourcelist=/dev/null -o "Dir::Etc::sourceparts=$deps/apt"
      -o "Dir::State::Lists=$deps/apt/lists" -o "Dir::Cache=$deps/apt/cache" -o APT::Architecture=amd64
      -o APT::Sandbox::User=root)
