@@ -1,4 +1,4 @@
-// PyTorch 1.13's CPU random generator, bit for bit (../shared/docs/torch-rng-spec.md).
+// PyTorch 1.13's CPU random generator, bit for bit (docs/torch-rng.md).
 //
 // This file must be compiled with -ffp-contract=off: torch's results depend on exactly which
 // multiply-adds are fused, so every FMA below is an explicit std::fma/std::fmaf and no other

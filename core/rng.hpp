@@ -1,5 +1,5 @@
 // PyTorch 1.13's CPU random generator and default initialisation, bit for bit
-// (../shared/docs/torch-rng-spec.md). Every fill is in memory order, as on a contiguous tensor.
+// (docs/torch-rng.md). Every fill is in memory order, as on a contiguous tensor.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The second tutorial's Transformer (../shared/seeds/003_*.txt): MultiHeadAttention, FeedForward,
+// The second tutorial's Transformer (docs/tutorials.md): MultiHeadAttention, FeedForward,
 // post-/pre-norm encoder layers, the encoder with its final LayerNorm, and TransformerClassifier
 // (embedding × √d_model → positional encoding → encoder → mean pooling → fc). Layers can also be
 // PyTorch's own nn.TransformerEncoderLayer (packed in_proj, query scaled before QKᵀ).

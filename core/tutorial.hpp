@@ -1,4 +1,4 @@
-// The first tutorial (../shared/seeds/000_*.txt) as a pipeline: sentences → token ids → embedding ×
+// The first tutorial (docs/tutorials.md) as a pipeline: sentences → token ids → embedding ×
 // √d_model → + positional encoding → Q/K/V (bias-free Linear) → masked scaled dot-product attention.
 // With the same seed every parameter is drawn exactly as PyTorch draws it.
 #pragma once

@@ -1,4 +1,4 @@
-// `attn tutorial --part 2`: the second tutorial's script (../shared/seeds/003_*.txt) after
+// `attn tutorial --part 2`: the second tutorial's script (docs/tutorials.md) after
 // torch.manual_seed(seed), sections [1]-[10] and its closing summary. It prints what the script prints
 // (its Korean restored) and, after each section's shapes, the numbers behind them in PyTorch's print
 // format; the pictures the script saves with matplotlib become a note, and [9]'s a text table.

@@ -426,7 +426,9 @@ void App::draw_train_attention(float width, float height) {
   train_buttons_.push_back({"show", at.x, at.y, ImGui::GetItemRectSize().x, ImGui::GetItemRectSize().y});
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("Every stage of the trained model on the replay items");
   ImGui::SameLine();
+  const ImVec2 save_at = ImGui::GetCursorScreenPos();
   if (ImGui::Button("Save model")) save_trained_model();
+  train_buttons_.push_back({"save", save_at.x, save_at.y, ImGui::GetItemRectSize().x, ImGui::GetItemRectSize().y});
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("trained.safetensors + trained.config.json + trained.vocab.json: the files attn encode, attn "
                       "batch, PyTorch and Model files take");

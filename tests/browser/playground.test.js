@@ -184,6 +184,21 @@ async function checkTraining(page) {
   });
   console.log(`duplicate: ${done.training.step} steps in ${((Date.now() - started) / 1000).toFixed(1)} s in the browser`);
   check(done.last.val_accuracy >= 0.95, `duplicate reaches ${(100 * done.last.val_accuracy).toFixed(1)} % validation accuracy (>= 95 %)`);
+  // Save model: the weights + config + vocabulary triple, downloaded.
+  const downloads = [];
+  const onDownload = (d) => downloads.push(d);
+  page.on('download', onDownload);
+  await clickTrainButton(page, 'save');
+  for (let i = 0; i < 50 && downloads.length < 3; i++) await frames(page, 2);
+  page.off('download', onDownload);
+  const names = downloads.map((d) => d.suggestedFilename()).sort();
+  check(JSON.stringify(names) === JSON.stringify(['trained.config.json', 'trained.safetensors', 'trained.vocab.json']),
+        'Save model downloads the weights, config and vocabulary: ' + names.join(', '));
+  const config = downloads.find((d) => d.suggestedFilename() === 'trained.config.json');
+  if (config) {
+    const text = fs.readFileSync(await config.path(), 'utf8');
+    check(JSON.parse(text).d_model === 32, 'the downloaded config is the trained model\'s (d_model 32)');
+  }
   await clickTrainButton(page, 'show');
   await page.evaluate(() => attnlab.selectView({ model_view: true }));
   await frames(page, 3);
@@ -514,6 +529,7 @@ function closeToFixture(trace, fx) {
     if (outDir) fs.writeFileSync(path.join(outDir, 'playground_large.png'), await page.screenshot());
     await checkIdle(page, 'S=128 Masks view');
     await checkTraining(page);
+    await page.close();  // headless pages all draw: one page at a time, so the timings are the page's own
     await checkThreaded(browser, errors);
     check(errors.length === 0, 'no console errors' + (errors.length ? ': ' + errors.join(' | ') : ''));
   } finally {

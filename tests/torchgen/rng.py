@@ -5,7 +5,7 @@ a list of steps in order on the same stream, so the fixture also pins down how m
 operation consumes and what happens to the Box-Muller cache between calls.
 float32 results are stored as uint32 bit patterns. Results longer than FULL_LIMIT elements are
 stored as the FNV-1a-64 hash of their little-endian bit patterns plus the first and last 4 values.
-See ../../../shared/docs/torch-rng-spec.md.
+See docs/torch-rng.md.
 """
 import json
 import math

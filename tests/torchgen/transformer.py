@@ -1,4 +1,4 @@
-"""The second tutorial's modules (../shared/seeds/003_*.txt) in PyTorch, instrumented to record the
+"""The second tutorial's modules (docs/tutorials.md) in PyTorch, instrumented to record the
 engine's trace stages, plus PyTorch's own nn.TransformerEncoder. Writes transformer_<case>.json:
 config, parameters (state_dict), input, and every stage."""
 import json

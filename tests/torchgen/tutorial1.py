@@ -1,4 +1,4 @@
-"""The first tutorial (../shared/seeds/000_*.txt) run in PyTorch, parametrised: its script, with the
+"""The first tutorial (docs/tutorials.md) run in PyTorch, parametrised: its script, with the
 sentences, seed, d_model, max_len and mask as arguments. Writes tutorial_<case>.json: the config, the
 vocabulary, every stage of the trace, and the script's printed text (grad_fn suffixes removed: the
 engine has no autograd)."""

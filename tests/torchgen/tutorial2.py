@@ -1,4 +1,4 @@
-"""The second tutorial (../shared/seeds/003_*.txt) run in PyTorch after torch.manual_seed(seed): its
+"""The second tutorial (docs/tutorials.md) run in PyTorch after torch.manual_seed(seed): its
 script's code and prints (the Korean text restored: the seed file's copy is garbled), without matplotlib,
 plus the numbers `attn tutorial --part 2` adds (marked "# shown" below). Tensors are printed with
 print(t), grad_fn suffixes removed (the engine has no autograd). Writes tutorial2_seed<N>.json:
