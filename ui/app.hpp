@@ -110,6 +110,8 @@ class App {
   // returns why it cannot (the configuration unchanged).
   Training& training() { return training_; }
   std::string configure_training(const Json& settings);
+  // The run of the configuration's settings, built if there is none yet: "" or why it cannot be.
+  std::string ensure_training();
   // Without a worker thread, each frame trains for at most this long while playing.
   static constexpr double train_budget_ms = 6;
 
@@ -154,7 +156,10 @@ class App {
   void draw_train_view(float width, float height);
   void draw_train_controls();
   void draw_train_settings();
+  std::string build_training(const Json& settings);
   void set_training(const Json& settings);
+  bool train_button(const char* name, const char* label);
+  void refresh_train_controls();
   void draw_train_curves(float width);
   void draw_train_attention(float width, float height);
   void refresh_train_cache();
@@ -207,7 +212,7 @@ class App {
   Training::View train_view_;
   uint64_t train_synced_generation_ = 0;  // the configuration generation the run was built for
   std::string train_error_;
-  uint64_t train_cache_generation_ = 0;
+  uint64_t train_cache_generation_ = 0, train_cache_run_ = 0;
   struct TrainControls {  // the run's effective settings, as the widgets edit them
     int task = 0, steps = 0, batch_size = 0, d_model = 0, num_heads = 0, num_layers = 0, d_ff = 0, eval_every = 0;
     int optimizer = 0, mask = 0;

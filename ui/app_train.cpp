@@ -169,7 +169,8 @@ void App::draw_model_view(float width, float height) {
 
 // --- the Train tab: its run follows the configuration's training settings ---
 
-std::string App::configure_training(const Json& settings) {
+// A new run from the settings (the old one stays when they are refused): "" or the reason.
+std::string App::build_training(const Json& settings) {
   try {
     training_.configure(settings);
   } catch (const InputError& e) {
@@ -177,13 +178,23 @@ std::string App::configure_training(const Json& settings) {
   } catch (const std::bad_alloc&) {
     return "out of memory building the training run";
   }
+  train_error_.clear();
+  replay_index_ = -1;
+  return "";
+}
+
+std::string App::configure_training(const Json& settings) {
+  std::string error = build_training(settings);
+  if (!error.empty()) return error;
   PlaygroundConfig c = playground_.config();
   c.training = settings;
   apply(c);
   train_synced_generation_ = playground_.config_generation();
-  train_error_.clear();
-  replay_index_ = -1;
   return "";
+}
+
+std::string App::ensure_training() {
+  return training_.configured() ? "" : configure_training(playground_.config().training);
 }
 
 void App::set_training(const Json& settings) {
@@ -198,13 +209,8 @@ void App::sync_training() {
     train_synced_generation_ = playground_.config_generation();
     const Json& wanted = playground_.config().training;
     if (training_.configured() ? wanted != training_.settings() : tab_ == Tab::train || !wanted.empty()) {
-      try {
-        training_.configure(wanted);
-        train_error_.clear();
-        replay_index_ = -1;
-      } catch (const InputError& e) {
-        train_error_ = e.what();
-      }
+      const std::string error = build_training(wanted);
+      if (!error.empty()) train_error_ = error;
     }
   }
   training_.pump(train_budget_ms);
@@ -212,16 +218,14 @@ void App::sync_training() {
   refresh_train_cache();
 }
 
+// The curves grow with each published step; labels and controls change only with the run.
 void App::refresh_train_cache() {
   if (train_cache_generation_ == train_view_.generation) return;
   train_cache_generation_ = train_view_.generation;
-  const bool new_run = loss_points_.size() > train_view_.steps.size() || replay_labels_.size() != training_.replay().size() ||
-                       (train_view_.steps.empty() && !loss_points_.empty());
-  if (new_run || train_view_.steps.empty()) {
-    loss_points_.clear();
-    accuracy_points_.clear();
-    val_loss_points_.clear();
-    val_accuracy_points_.clear();
+  if (train_cache_run_ != train_view_.run) {
+    train_cache_run_ = train_view_.run;
+    for (auto* points : {&loss_points_, &accuracy_points_, &val_loss_points_, &val_accuracy_points_}) points->clear();
+    refresh_train_controls();
   }
   for (size_t i = loss_points_.size(); i < train_view_.steps.size(); ++i) {
     const train::StepRecord& s = train_view_.steps[i];
@@ -233,6 +237,9 @@ void App::refresh_train_cache() {
     val_loss_points_.push_back(ImVec2(float(e.step), e.loss));
     val_accuracy_points_.push_back(ImVec2(float(e.step), float(e.accuracy)));
   }
+}
+
+void App::refresh_train_controls() {
   replay_labels_.clear();
   for (const ReplayItem& item : training_.replay()) replay_labels_.push_back(item.tokens);
   const Json& e = training_.effective_settings();
@@ -253,7 +260,7 @@ void App::refresh_train_cache() {
 
 void App::draw_train_view(float width, float height) {
   if (!training_.configured() && train_error_.empty()) {
-    set_training(playground_.config().training);  // the first visit builds the default run
+    train_error_ = ensure_training();  // the first visit builds the default run
     sync_training();
   }
   ImGui::BeginChild("train", ImVec2(width, height), false);
@@ -270,24 +277,26 @@ void App::draw_train_view(float width, float height) {
   ImGui::EndChild();
 }
 
+// A button whose place is kept for the tests and the JS API (view_json's train.buttons).
+bool App::train_button(const char* name, const char* label) {
+  const ImVec2 at = ImGui::GetCursorScreenPos();
+  const bool pressed = ImGui::Button(label);
+  const ImVec2 size = ImGui::GetItemRectSize();
+  train_buttons_.push_back({name, at.x, at.y, size.x, size.y});
+  return pressed;
+}
+
 void App::draw_train_controls() {
   train_buttons_.clear();
-  const auto button = [&](const char* name, const char* label) {
-    const ImVec2 at = ImGui::GetCursorScreenPos();
-    const bool pressed = ImGui::Button(label);
-    const ImVec2 size = ImGui::GetItemRectSize();
-    train_buttons_.push_back({name, at.x, at.y, size.x, size.y});
-    return pressed;
-  };
   const TrainingStatus& s = train_view_.status;
   const bool done = s.step >= s.steps;
   ImGui::BeginDisabled(!training_.configured() || done || !s.error.empty());
-  if (button("play", s.running ? "Pause" : "Play")) s.running ? training_.pause() : training_.play();
+  if (train_button("play", s.running ? "Pause" : "Play")) s.running ? training_.pause() : training_.play();
   ImGui::SameLine();
-  if (button("step", "Step")) training_.run_steps(1);
+  if (train_button("step", "Step")) training_.run_steps(1);
   ImGui::EndDisabled();
   ImGui::SameLine();
-  if (button("reset", "Reset")) set_training(playground_.config().training);
+  if (train_button("reset", "Reset")) set_training(playground_.config().training);
   ImGui::SameLine();
   ImGui::Text("step %zu / %zu", s.step, s.steps);
   if (s.step) {
@@ -421,14 +430,10 @@ void App::draw_train_attention(float width, float height) {
   refresh(train_main_, ViewKey{snap.id, &w, size_t(train_layer_), size_t(train_head_)}, w, ColorMap::sequential);
   const float avail = std::max(120.0f, height - ImGui::GetCursorPosY() - 60);
   draw_heatmap(train_main_, &replay_labels_[item], &replay_labels_[item], width - grid_w - 20, avail, "train_main");
-  const ImVec2 at = ImGui::GetCursorScreenPos();
-  if (ImGui::Button("Show in the Stage tab")) show_trained_model();
-  train_buttons_.push_back({"show", at.x, at.y, ImGui::GetItemRectSize().x, ImGui::GetItemRectSize().y});
+  if (train_button("show", "Show in the Stage tab")) show_trained_model();
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("Every stage of the trained model on the replay items");
   ImGui::SameLine();
-  const ImVec2 save_at = ImGui::GetCursorScreenPos();
-  if (ImGui::Button("Save model")) save_trained_model();
-  train_buttons_.push_back({"save", save_at.x, save_at.y, ImGui::GetItemRectSize().x, ImGui::GetItemRectSize().y});
+  if (train_button("save", "Save model")) save_trained_model();
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("trained.safetensors + trained.config.json + trained.vocab.json: the files attn encode, attn "
                       "batch, PyTorch and Model files take");

@@ -354,10 +354,7 @@ std::vector<Json> Training::run_steps(size_t n) {
     run_->rate_first_step = first;
   }
   for (size_t i = 0; i < n && step_once(false);) ++i;
-  std::vector<Json> out;
-  for (Json& r : log())
-    if (r["step"].get<size_t>() > first) out.push_back(std::move(r));
-  return out;
+  return log(first);
 }
 
 void Training::pump(double budget_ms) {
@@ -390,13 +387,16 @@ TrainingStatus Training::status() const {
   return published_.status;
 }
 
-std::vector<Json> Training::log() const {
+std::vector<Json> Training::log(size_t after_step) const {
   std::lock_guard<std::mutex> lock(view_mutex_);
+  const auto& steps = published_.steps;
+  const auto& evals = published_.evals;
+  auto s = std::partition_point(steps.begin(), steps.end(), [&](const auto& r) { return r.step <= after_step; });
+  auto e = std::partition_point(evals.begin(), evals.end(), [&](const auto& r) { return r.step <= after_step; });
   std::vector<Json> out;
-  size_t e = 0;
-  for (const auto& s : published_.steps) {
-    out.push_back(train::record_json(s));
-    if (e < published_.evals.size() && published_.evals[e].step == s.step) out.push_back(train::record_json(published_.evals[e++]));
+  for (; s != steps.end(); ++s) {
+    out.push_back(train::record_json(*s));
+    if (e != evals.end() && e->step == s->step) out.push_back(train::record_json(*e++));
   }
   return out;
 }

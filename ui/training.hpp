@@ -97,8 +97,8 @@ class Training {
   // What the run has published (thread-safe); generation() grows with every change.
   uint64_t generation() const { return generation_.load(); }
   TrainingStatus status() const;
-  // The records so far, as `attn train --log` writes them (each evaluation after its step).
-  std::vector<Json> log() const;
+  // The records after step `after_step`, as `attn train --log` writes them (each evaluation after its step).
+  std::vector<Json> log(size_t after_step = 0) const;
   // Copies what changed since the last call into the caller's buffers (all of it when the run changed).
   struct View {
     uint64_t generation = 0, run = 0;

@@ -182,12 +182,9 @@ EMSCRIPTEN_KEEPALIVE const char* attnlab_train(const char* json) {
 // n steps now (paused first): {"records": [...]} in `attn train --log`'s form, or {"error": "..."}.
 EMSCRIPTEN_KEEPALIVE const char* attnlab_train_steps(int n) {
   try {
-    attn::ui::Training& t = state->app->training();
-    if (!t.configured()) {
-      std::string error = state->app->configure_training(state->playground.config().training);
-      if (!error.empty()) return hand_to_js(attn::Json{{"error", error}}.dump());
-    }
-    return hand_to_js(attn::Json{{"records", t.run_steps(size_t(std::max(0, n)))}}.dump());
+    const std::string error = state->app->ensure_training();
+    if (!error.empty()) return hand_to_js(attn::Json{{"error", error}}.dump());
+    return hand_to_js(attn::Json{{"records", state->app->training().run_steps(size_t(std::max(0, n)))}}.dump());
   } catch (const std::exception& e) {
     return hand_to_js(attn::Json{{"error", e.what()}}.dump());
   }
@@ -199,10 +196,9 @@ EMSCRIPTEN_KEEPALIVE const char* attnlab_train_control(const char* what) {
   attn::ui::Training& t = state->app->training();
   if (w == "pause") t.pause();
   else if (w == "play" || w == "reset") {
-    if (w == "reset" || !t.configured()) {
-      std::string error = state->app->configure_training(state->playground.config().training);
-      if (!error.empty()) return hand_to_js(std::move(error));
-    }
+    std::string error = w == "reset" ? state->app->configure_training(state->playground.config().training)
+                                     : state->app->ensure_training();
+    if (!error.empty()) return hand_to_js(std::move(error));
     if (w == "play") t.play();
   } else {
     return hand_to_js("unknown training control '" + w + "' (play, pause, reset)");

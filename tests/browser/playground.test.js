@@ -165,8 +165,8 @@ async function checkTraining(page) {
   });
   const mean = during.ms.reduce((a, b) => a + b, 0) / during.ms.length;
   console.log(`frame time while training duplicate: mean ${mean.toFixed(1)} ms, max ${Math.max(...during.ms).toFixed(1)} ms ` +
-              `over ${during.ms.length} frames (${during.training.steps_per_s.toFixed(0)} steps/s; budget per frame ` +
-              `${6} ms of training)`);
+              `over ${during.ms.length} frames (${during.training.steps_per_s.toFixed(0)} steps/s; at most 6 ms of ` +
+              'training per frame)');
   check(during.training.running && during.training.step > 0, `Play trains in slices of each frame (step ${during.training.step})`);
   await clickTrainButton(page, 'play');  // now labelled Pause
   t = await page.evaluate(() => attnlab.state().training);
