@@ -1,6 +1,7 @@
 #include "core/batch.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "core/device_model.hpp"
@@ -98,14 +99,13 @@ Json stage_json(const Tensor& value, PrintDtype dtype) {
   return {{"shape", Shape(value.shape().begin(), value.shape().end())}, {"data", std::move(data)}};
 }
 
-bool is_per_head(const Stage& stage) { return stage.name.rfind("layers.", 0) == 0 && stage.value.dimension() == 4; }
+bool is_per_head(const Stage& stage) { return layer_of_stage(stage.name) && stage.value.dimension() == 4; }
 
 // The layer a trace stage belongs to and its name within the layer ("self_attn.attention_weights").
 std::optional<std::pair<size_t, std::string>> split_layer_name(const std::string& name) {
-  if (name.rfind("layers.", 0) != 0) return std::nullopt;
-  const size_t dot = name.find('.', 7);
-  if (dot == std::string::npos) return std::nullopt;
-  return std::make_pair(size_t(std::stoul(name.substr(7, dot - 7))), name.substr(dot + 1));
+  const auto layer = layer_of_stage(name);
+  if (!layer || layer->rest.empty()) return std::nullopt;
+  return std::make_pair(layer->index, std::string(layer->rest));
 }
 
 bool matches(const std::string& stage, const std::string& wanted, const std::vector<size_t>& layers) {
@@ -116,12 +116,6 @@ bool matches(const std::string& stage, const std::string& wanted, const std::vec
   return selected && (layer->second == wanted || ends_with(layer->second, "." + wanted));
 }
 
-std::vector<std::string> default_stages(const TransformerConfig& config) {
-  std::vector<std::string> names = {"tokens", config.classifier_head ? "logits" : "encoder_output"};
-  if (config.num_layers > 0)
-    names.push_back("layers." + std::to_string(config.num_layers - 1) + ".self_attn.attention_weights");
-  return names;
-}
 
 void check_indices(const std::vector<size_t>& values, size_t limit, const std::string& what) {
   for (size_t v : values)
@@ -175,8 +169,13 @@ std::optional<size_t> IdRegistry::claim(const Json& id, size_t line) {
 }
 
 Item make_item(RawItem raw, size_t line, const ItemRules& rules) {
-  Item item{line, std::move(raw.id), {}, std::move(raw.ids)};
-  if (raw.text) {
+  Item item{line, std::move(raw.id), {}, std::move(raw.ids), {}};
+  if (raw.text && rules.pretrained) {
+    PretrainedBatch b = tokenize_pretrained(*rules.pretrained, {*raw.text});
+    item.tokens = std::move(b.tokens[0]);
+    item.ids = std::move(b.input.ids);
+    item.type_ids = std::move(b.input.type_ids);
+  } else if (raw.text) {
     if (!rules.vocab) throw InputError("a sentence needs a vocabulary (--vocab); give token ids instead");
     item.tokens = words_of(*raw.text, *rules.vocab);
     if (item.tokens.empty()) throw InputError("empty sentence");
@@ -233,14 +232,48 @@ Trace compute(const TransformerModel& model, const std::vector<Item>& items, Mas
   return trace;
 }
 
+Trace compute(const Pretrained& model, const std::vector<Item>& items) {
+  PretrainedInput in;
+  in.batch = items.size();
+  in.seq = items.front().ids.size();
+  const bool types = model.model.config.family == ModelFamily::bert;
+  for (const auto& item : items) {
+    if (item.ids.size() != in.seq) throw std::logic_error("batch::compute: items of different lengths");
+    in.ids.insert(in.ids.end(), item.ids.begin(), item.ids.end());
+    if (types && item.type_ids.empty()) in.type_ids.insert(in.type_ids.end(), in.seq, 0);
+    if (types) in.type_ids.insert(in.type_ids.end(), item.type_ids.begin(), item.type_ids.end());
+    in.lengths.push_back(in.seq);
+  }
+  return pretrained_forward(model.model, in);
+}
+
+ModelOutline outline(const TransformerConfig& config) {
+  ModelOutline m{config.num_layers, config.num_heads, {"tokens", config.classifier_head ? "logits" : "encoder_output"}};
+  if (config.num_layers > 0)
+    m.default_stages.push_back("layers." + std::to_string(config.num_layers - 1) + ".self_attn.attention_weights");
+  return m;
+}
+
+ModelOutline outline(const PretrainedConfig& config) {
+  const bool bert = config.family == ModelFamily::bert;
+  return {config.num_layers, config.num_heads,
+          {"tokens", attention_weights_stage(config.family, config.num_layers - 1),
+           bert ? "last_hidden_state" : "next_token_probs"}};
+}
+
 StageSelection select_stages(const Trace& sample, const TransformerConfig& config,
                              const std::vector<std::string>& requested, const std::vector<size_t>& layers,
                              const std::vector<size_t>& heads) {
-  check_indices(layers, config.num_layers, "layer");
-  check_indices(heads, config.num_heads, "head");
+  return select_stages(sample, outline(config), requested, layers, heads);
+}
+
+StageSelection select_stages(const Trace& sample, const ModelOutline& model, const std::vector<std::string>& requested,
+                             const std::vector<size_t>& layers, const std::vector<size_t>& heads) {
+  check_indices(layers, model.num_layers, "layer");
+  check_indices(heads, model.num_heads, "head");
   StageSelection selection;
   selection.heads = heads;
-  std::vector<std::string> wanted = requested.empty() ? default_stages(config) : requested;
+  const std::vector<std::string>& wanted = requested.empty() ? model.default_stages : requested;
   std::vector<bool> keep(sample.stages().size(), false);
   for (const auto& w : wanted) {
     if (w == "tokens") {
@@ -300,10 +333,13 @@ std::string index_record(const ItemArrays& item, const StageSelection& selection
   return record.dump() + "\n";
 }
 
-std::vector<StageLayout> stage_layouts(const TransformerModel& model, MaskKind mask, const StageSelection& selection) {
-  const Item one{1, nullptr, {}, {0}}, two{1, nullptr, {}, {0, 0}};
-  const ItemArrays a = item_arrays(one, compute(model, {one}, mask), 0, selection);
-  const ItemArrays b = item_arrays(two, compute(model, {two}, mask), 0, selection);
+namespace {
+
+// Each selected stage's shape at lengths 1 and 2: fixed when they are the same.
+std::vector<StageLayout> layouts_of(const std::function<Trace(const Item&)>& compute_one, const StageSelection& selection) {
+  const Item one{1, nullptr, {}, {0}, {}}, two{1, nullptr, {}, {0, 0}, {}};
+  const ItemArrays a = item_arrays(one, compute_one(one), 0, selection);
+  const ItemArrays b = item_arrays(two, compute_one(two), 0, selection);
   std::vector<StageLayout> layouts;
   for (size_t i = 0; i < selection.names.size(); ++i) {
     const Shape sa(a.stages[i].shape().begin(), a.stages[i].shape().end());
@@ -311,6 +347,16 @@ std::vector<StageLayout> stage_layouts(const TransformerModel& model, MaskKind m
     layouts.push_back({selection.names[i], sa == sb, sa});
   }
   return layouts;
+}
+
+}  // namespace
+
+std::vector<StageLayout> stage_layouts(const TransformerModel& model, MaskKind mask, const StageSelection& selection) {
+  return layouts_of([&](const Item& item) { return compute(model, {item}, mask); }, selection);
+}
+
+std::vector<StageLayout> stage_layouts(const Pretrained& model, const StageSelection& selection) {
+  return layouts_of([&](const Item& item) { return compute(model, {item}); }, selection);
 }
 
 size_t dtype_size(const std::string& dtype) {
@@ -423,6 +469,29 @@ Json model_identity(const TransformerModel& model) {
     for (const Tensor* t : parts) h.update(t->data(), t->size() * sizeof(float));
   });
   return {{"config", config_to_json(model.config)}, {"fnv1a64", h.hex()}};
+}
+
+Json model_identity(const Pretrained& p) {
+  const PretrainedModel& m = p.model;
+  Fnv1a h;
+  auto add = [&](const Tensor& t) { h.update(t.data(), t.size() * sizeof(float)); };
+  for (const Tensor* t : {&m.word_embeddings, &m.position_embeddings, &m.token_type_embeddings, &m.embeddings_norm.weight,
+                          &m.embeddings_norm.bias, &m.final_norm.weight, &m.final_norm.bias, &m.pooler.weight, &m.pooler.bias})
+    add(*t);
+  for (const EncoderLayer& l : m.layers)
+    for (const Tensor* t : {&l.query.weight, &l.query.bias, &l.key.weight, &l.key.bias, &l.value.weight, &l.value.bias,
+                            &l.output.weight, &l.output.bias, &l.linear1.weight, &l.linear1.bias, &l.linear2.weight,
+                            &l.linear2.bias, &l.norm1.weight, &l.norm1.bias, &l.norm2.weight, &l.norm2.bias})
+      add(*t);
+  Fnv1a tokens;
+  for (int64_t id = 0; id < int64_t(tokenizer_size(p.tokenizer)); ++id) {
+    const std::string& t = tokenizer_token(p.tokenizer, id);
+    tokens.update(t.c_str(), t.size() + 1);
+  }
+  const PretrainedConfig& c = m.config;
+  return {{"family", family_name(c.family)}, {"architecture", c.architecture},
+          {"sizes", {c.vocab_size, c.hidden_size, c.num_heads, c.num_layers, c.intermediate_size, c.max_positions}},
+          {"fnv1a64", h.hex()}, {"tokens_fnv1a64", tokens.hex()}};
 }
 
 void add_sentence_words(Vocab& vocab, const RawItem& raw) {

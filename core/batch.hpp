@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/json.hpp"
+#include "core/pretrained_files.hpp"
 #include "core/tokenizer.hpp"
 #include "core/trace.hpp"
 #include "core/transformer.hpp"
@@ -66,12 +67,14 @@ struct Item {
   Json id;
   std::vector<std::string> tokens;  // text items: the words (unknown ones as [UNK]); ids items: empty
   std::vector<int64_t> ids;
+  std::vector<int64_t> type_ids;  // a BERT checkpoint's segments (a tab in the text); empty: all 0
 };
 
 // What tokenizing needs to know: the vocabulary (null: text items are refused) and the model's limits.
 struct ItemRules {
   const Vocab* vocab = nullptr;
   size_t embedding_rows = 0, max_len = 0;
+  const Pretrained* pretrained = nullptr;  // a checkpoint: its tokenizer instead of the vocabulary
 };
 // Throws InputError with the reason: unknown token without [UNK], text without a vocabulary, a token
 // id outside the embedding table, more tokens than max_len.
@@ -90,6 +93,8 @@ std::vector<std::vector<Item>> group_by_size(std::vector<Item> items, size_t bat
 // by the fast path on `device` when given (its stages but the scores).
 Trace compute(const TransformerModel& model, const std::vector<Item>& items, MaskKind mask,
               DeviceModel* device = nullptr);
+// A BERT or GPT-2 checkpoint on items of one length (no padding).
+Trace compute(const Pretrained& model, const std::vector<Item>& items);
 // The fast path on items of any lengths packed together (device's backend packs sequences): one
 // trace per item, the item alone ([1, S, ...]: row 0 for item_arrays).
 std::vector<Trace> compute_packed(const std::vector<Item>& items, MaskKind mask, DeviceModel& device);
@@ -109,6 +114,17 @@ struct StageSelection {
 StageSelection select_stages(const Trace& sample, const TransformerConfig& config,
                              const std::vector<std::string>& requested, const std::vector<size_t>& layers,
                              const std::vector<size_t>& heads);
+// What select_stages needs of a model: its layers, heads and default stages.
+struct ModelOutline {
+  size_t num_layers = 0, num_heads = 0;
+  std::vector<std::string> default_stages;
+};
+ModelOutline outline(const TransformerConfig& config);
+// A checkpoint's defaults: tokens, the last layer's attention weights and last_hidden_state (BERT) or
+// next_token_probs (GPT-2).
+ModelOutline outline(const PretrainedConfig& config);
+StageSelection select_stages(const Trace& sample, const ModelOutline& model, const std::vector<std::string>& requested,
+                             const std::vector<size_t>& layers, const std::vector<size_t>& heads);
 
 // One item's output in every format: its selected stages, each the item's row of the batch's stage
 // without the batch dimension (per-head stages cut to the selected heads), in `selection.names` order.
@@ -137,6 +153,7 @@ struct StageLayout {
 };
 // Compares each selected stage at lengths 1 and 2.
 std::vector<StageLayout> stage_layouts(const TransformerModel& model, MaskKind mask, const StageSelection& selection);
+std::vector<StageLayout> stage_layouts(const Pretrained& model, const StageSelection& selection);
 
 // --- safetensors written piece by piece (--format safetensors and attn merge) ---
 
@@ -181,6 +198,8 @@ class Fnv1a {
 Json vocab_identity(const Vocab* vocab);
 // {"config", "fnv1a64"}: the config, and the state_dict (names, shapes, float32 bytes) hashed.
 Json model_identity(const TransformerModel& model);
+// A checkpoint's: its family and sizes, its weights and its tokenizer's tokens hashed.
+Json model_identity(const Pretrained& model);
 
 // The vocabulary of a run without --vocab, built in a first pass: [PAD] = 0, then each word of each
 // sentence (a text line, a JSON line's "text") in order of first appearance. A line that does not

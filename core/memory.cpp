@@ -1,6 +1,8 @@
 #include "core/memory.hpp"
 
 #include <cstdio>
+#include <fstream>
+#include <string>
 
 #include "core/error.hpp"
 
@@ -25,6 +27,13 @@ void check_fits_in_memory(double bytes, const std::string& what) {
   std::snprintf(text, sizeof text, "%s needs about %.3g GiB, more than the %.3g GiB of memory available",
                 what.c_str(), bytes / (1u << 30), limit / (1u << 30));
   throw InputError(text);
+}
+
+double process_status_bytes(const char* field) {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(field, 0) == 0) return std::stod(line.substr(std::string(field).size())) * 1024.0;
+  return 0.0;
 }
 
 }  // namespace attn

@@ -80,9 +80,12 @@ constexpr Dtype supported_dtypes[] = {{"F32", 4, decode<float, from_f32>},
                                       {"F16", 2, decode<uint16_t, from_f16>},
                                       {"BF16", 2, decode<uint16_t, from_bf16>},
                                       {"F64", 8, decode<double, from_f64>}};
-// The format's other dtypes: integers, booleans and 8-bit floats, of no use to the engine's weights.
-constexpr const char* unsupported_dtypes[] = {"I64", "I32", "I16",  "I8",      "U64",    "U32",
-                                              "U16", "U8",  "BOOL", "F8_E5M2", "F8_E4M3"};
+// The format's other dtypes: integers, booleans and 8-bit floats, of no use to the engine's weights
+// (no decoder); checkpoints carry some as buffers (BERT's position_ids), which a reader may skip.
+constexpr Dtype other_dtypes[] = {{"I64", 8, nullptr}, {"I32", 4, nullptr},  {"I16", 2, nullptr},
+                                  {"I8", 1, nullptr},  {"U64", 8, nullptr},  {"U32", 4, nullptr},
+                                  {"U16", 2, nullptr}, {"U8", 1, nullptr},   {"BOOL", 1, nullptr},
+                                  {"F8_E5M2", 1, nullptr}, {"F8_E4M3", 1, nullptr}};
 
 // One tensor of the header, checked on its own (its neighbours are checked by check_layout).
 struct Entry {
@@ -114,15 +117,16 @@ json parse_header(const std::string& path, const std::string& text) {
   }
 }
 
-const Dtype& parse_dtype(const std::string& path, const std::string& name, const json& value) {
+const Dtype& parse_dtype(const std::string& path, const std::string& name, const json& value, bool skip_others) {
   if (!value.is_string()) fail(path, entry(name) + "dtype must be a string");
   const auto& dtype = value.get_ref<const std::string&>();
   for (const auto& d : supported_dtypes)
     if (dtype == d.name) return d;
-  for (const char* d : unsupported_dtypes)
-    if (dtype == d)
-      fail(path, entry(name) + "dtype " + dtype +
-                     " is not supported for this engine (it reads F32, F16, BF16, F64)");
+  for (const auto& d : other_dtypes)
+    if (dtype == d.name) {
+      if (skip_others) return d;
+      fail(path, entry(name) + "dtype " + dtype + " is not supported for this engine (it reads F32, F16, BF16, F64)");
+    }
   fail(path, entry(name) + "unknown dtype '" + dtype + "'");
 }
 
@@ -135,7 +139,8 @@ std::vector<uint64_t> parse_shape(const std::string& path, const std::string& na
   return value.get<std::vector<uint64_t>>();
 }
 
-Entry parse_entry(const std::string& path, const std::string& name, const json& value, uint64_t data_size) {
+Entry parse_entry(const std::string& path, const std::string& name, const json& value, uint64_t data_size,
+                  bool skip_others) {
   static const std::set<std::string> keys = {"dtype", "shape", "data_offsets"};
   if (!value.is_object()) fail(path, entry(name) + "entry is not an object");
   for (const auto& item : value.items())
@@ -143,7 +148,7 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
   for (const auto& key : keys)
     if (!value.contains(key)) fail(path, entry(name) + "missing key '" + key + "'");
 
-  const Dtype& dtype = parse_dtype(path, name, value.at("dtype"));
+  const Dtype& dtype = parse_dtype(path, name, value.at("dtype"), skip_others);
   Entry e{name, &dtype, parse_shape(path, name, value.at("shape")), 0, 0};
   const json& offsets = value.at("data_offsets");
   if (!offsets.is_array() || offsets.size() != 2 || !is_count(offsets[0]) || !is_count(offsets[1]))
@@ -208,12 +213,12 @@ Shape platform_shape(const std::string& path, const Entry& e) {
 
 // Reads the tensors, which follow one another from `data_start` once check_layout has passed.
 std::vector<NamedTensor> read_data(const std::string& path, std::ifstream& in, uint64_t data_start,
-                                   const std::vector<Entry>& entries) {
+                                   const std::vector<Entry>& entries, std::vector<std::string>* skipped) {
   // The float32 tensors plus the raw bytes of the largest one (which also keeps that below 4 GiB in
   // WebAssembly, so its size_t below cannot wrap).
   double floats = 0, largest_raw = 0;
   for (const auto& e : entries) {
-    floats += 4.0 * double(e.end - e.begin) / double(e.dtype->size);
+    if (e.dtype->decode) floats += 4.0 * double(e.end - e.begin) / double(e.dtype->size);
     largest_raw = std::max(largest_raw, double(e.end - e.begin));
   }
   check_fits_in_memory(floats + largest_raw, "reading '" + path + "'");
@@ -221,6 +226,11 @@ std::vector<NamedTensor> read_data(const std::string& path, std::ifstream& in, u
   std::vector<NamedTensor> tensors;
   std::vector<char> raw;
   for (const auto& e : entries) {
+    if (!e.dtype->decode) {
+      skipped->push_back(e.name);
+      in.seekg(static_cast<std::streamoff>(data_start + e.end));
+      continue;
+    }
     Tensor value = Tensor::from_shape(platform_shape(path, e));
     raw.resize(static_cast<size_t>(e.end - e.begin));
     if (!in.read(raw.data(), static_cast<std::streamsize>(raw.size())))
@@ -248,7 +258,8 @@ uint64_t read_header_length(const std::string& path, std::ifstream& in, uint64_t
 
 }  // namespace
 
-std::vector<NamedTensor> read_safetensors(const std::string& path, std::map<std::string, std::string>* metadata) {
+std::vector<NamedTensor> read_safetensors(const std::string& path, std::map<std::string, std::string>* metadata,
+                                          std::vector<std::string>* skipped) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) fail(path, "cannot open it");
   const auto file_size = static_cast<uint64_t>(std::streamoff(in.tellg()));
@@ -268,10 +279,10 @@ std::vector<NamedTensor> read_safetensors(const std::string& path, std::map<std:
       check_metadata(path, item.value());
       if (metadata) *metadata = item.value().get<std::map<std::string, std::string>>();
     } else
-      entries.push_back(parse_entry(path, item.key(), item.value(), data_size));
+      entries.push_back(parse_entry(path, item.key(), item.value(), data_size, skipped != nullptr));
   }
   check_layout(path, entries, data_size);
-  return read_data(path, in, data_start, entries);
+  return read_data(path, in, data_start, entries, skipped);
 }
 
 namespace {

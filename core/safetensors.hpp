@@ -19,10 +19,12 @@ struct NamedTensor {
 };
 
 // Reads F32, F16, BF16 and F64 tensors as float32 (the conversions PyTorch's `.float()` does), in
-// the order of their data in the file. Other dtypes are refused. `metadata`, when given, receives the
-// header's __metadata__ strings.
+// the order of their data in the file. Other dtypes are refused, unless `skipped` is given: then
+// their tensors (integer buffers such as BERT's position_ids) are checked but not read, and named
+// there. `metadata`, when given, receives the header's __metadata__ strings.
 std::vector<NamedTensor> read_safetensors(const std::string& path,
-                                          std::map<std::string, std::string>* metadata = nullptr);
+                                          std::map<std::string, std::string>* metadata = nullptr,
+                                          std::vector<std::string>* skipped = nullptr);
 
 // Writes F32 tensors, data in the given order, the header padded with spaces to a multiple of 8
 // bytes. Atomic: `path` is either replaced whole or left untouched.

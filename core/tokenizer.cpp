@@ -38,6 +38,24 @@ const std::string& Vocab::token(int64_t id) const {
   return tokens_[static_cast<size_t>(id)];
 }
 
+std::vector<std::pair<std::string, bool>> split_specials(const std::string& text, const std::vector<std::string>& specials) {
+  std::vector<std::pair<std::string, bool>> out;
+  size_t from = 0;
+  for (;;) {
+    size_t at = std::string::npos, length = 0;
+    for (const std::string& s : specials) {
+      const size_t found = s.empty() ? std::string::npos : text.find(s, from);
+      if (found < at || (found == at && found != std::string::npos && s.size() > length)) at = found, length = s.size();
+    }
+    if (at == std::string::npos) break;
+    if (at > from) out.emplace_back(text.substr(from, at - from), false);
+    out.emplace_back(text.substr(at, length), true);
+    from = at + length;
+  }
+  if (from < text.size()) out.emplace_back(text.substr(from), false);
+  return out;
+}
+
 bool is_valid_utf8(const std::string& text) {
   const auto* s = reinterpret_cast<const unsigned char*>(text.data());
   size_t n = text.size(), i = 0;

@@ -40,6 +40,17 @@ struct TokenBatch {
 
 inline constexpr const char* unknown_token = "[UNK]";
 
+// `text` cut at every occurrence of the `specials` (the earliest first, the longest at one place):
+// {piece, is_special} in order, as transformers splits its added tokens out before tokenizing the rest.
+std::vector<std::pair<std::string, bool>> split_specials(const std::string& text, const std::vector<std::string>& specials);
+
+// A checkpoint tokenizer's output for one text (core/tokenizer_wordpiece.hpp, core/tokenizer_bpe.hpp).
+struct Encoding {
+  std::vector<int64_t> ids;
+  std::vector<std::string> tokens;  // the vocabulary's own strings
+  std::vector<int64_t> type_ids;    // BERT's segments (0, then 1 for a second text); empty for GPT-2
+};
+
 // Tokenizes every sentence and pads to the longest one. With `grow`, new words join `vocab`;
 // otherwise an unknown word becomes [UNK] if the vocabulary has it, else an InputError names it.
 // Throws InputError for an empty list, an empty sentence or invalid UTF-8 (naming the sentence).

@@ -1,5 +1,7 @@
 #include "core/trace.hpp"
 
+#include <cctype>
+
 #include <stdexcept>
 
 namespace attn {
@@ -38,6 +40,19 @@ Json stages_json(const Trace& trace) {
 
 std::string torch_repr(const Tensor& t, PrintDtype dtype) {
   return torch_repr(Shape(t.shape().begin(), t.shape().end()), std::vector<double>(t.begin(), t.end()), dtype);
+}
+
+std::optional<LayerStage> layer_of_stage(std::string_view name) {
+  for (std::string_view prefix : {"layers.", "encoder.layer.", "h."}) {
+    const size_t at = prefix.size();
+    if (name.substr(0, at) != prefix || at >= name.size() || !std::isdigit(static_cast<unsigned char>(name[at]))) continue;
+    size_t end = at, index = 0;
+    for (; end < name.size() && std::isdigit(static_cast<unsigned char>(name[end])); ++end)
+      index = index * 10 + size_t(name[end] - '0');
+    if ((end < name.size() && name[end] != '.') || end - at > 9) return std::nullopt;  // 9 digits: more than any model
+    return LayerStage{index, end < name.size() ? name.substr(end + 1) : std::string_view(), at};
+  }
+  return std::nullopt;
 }
 
 }  // namespace attn

@@ -413,14 +413,14 @@ void dropout_backward(Tensor& grad, const Tensor& noise) {
   if (noise.dimension()) attn::multiply(grad.data(), noise.data(), grad.data(), grad.size());
 }
 
+double gelu_cdf(double x) { return 0.5 * (1.0 + std::erf(x * 0.70710678118654752440)); }
+
+}  // namespace
+
 Tensor add(const Tensor& a, const Tensor& b) {
   Tensor out = Tensor::from_shape(a.shape());
   attn::add(a.data(), b.data(), out.data(), a.size());
   return out;
-}
-
-void add_to(Tensor& into, const Tensor& add_this) {
-  attn::add(into.data(), add_this.data(), into.data(), into.size());
 }
 
 // [B, H, S, dk] → [B, S, H·dk]
@@ -434,8 +434,6 @@ Tensor merge_heads(const Tensor& x) {
   return out;
 }
 
-double gelu_cdf(double x) { return 0.5 * (1.0 + std::erf(x * 0.70710678118654752440)); }
-
 void activate(Tensor& x, Activation activation) {
   for (float& v : x) {
     if (activation == Activation::relu)
@@ -443,6 +441,12 @@ void activate(Tensor& x, Activation activation) {
     else  // exact GELU: x · Φ(x)
       v = float(double(v) * gelu_cdf(double(v)));
   }
+}
+
+namespace {
+
+void add_to(Tensor& into, const Tensor& add_this) {
+  attn::add(into.data(), add_this.data(), into.data(), into.size());
 }
 
 // ReLU: the gradient where the input was positive; GELU: × (Φ(x) + x·φ(x)).

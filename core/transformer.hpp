@@ -164,8 +164,13 @@ Tensor layer_norm_backward(const Tensor& x, const LayerNorm& norm, const Tensor&
 // receives ∂loss/∂logits. Throws InputError for a label outside [0, C).
 float cross_entropy(const Tensor& logits, const std::vector<int64_t>& labels, double label_smoothing, Tensor* grad);
 
-Tensor reshaped(Tensor t, const Shape& shape);  // the same values in another shape of the same size
+Tensor reshaped(Tensor t, const Shape& shape);
+Tensor add(const Tensor& a, const Tensor& b);  // a + b, one shape
+// x ← relu(x) or the exact (erf) GELU, element by element.
+void activate(Tensor& x, Activation activation);  // the same values in another shape of the same size
 // [B, S, H·dk] → [B, H, S, dk] (view + transpose(1, 2) + contiguous): the traced form of q, k, v.
 Tensor split_heads(const Tensor& x, size_t heads);
+// Its inverse, [B, H, S, dk] → [B, S, H·dk] (transpose(1, 2) + contiguous + view).
+Tensor merge_heads(const Tensor& x);
 
 }  // namespace attn

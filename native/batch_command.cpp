@@ -111,13 +111,16 @@ FirstPass first_pass(const BatchOptions& o) {
 
 struct Job {
   TransformerModel model;
+  std::shared_ptr<const Pretrained> pretrained;  // a BERT or GPT-2 checkpoint instead of the classifier
   Json model_identity;
   std::optional<Vocab> vocab;
   std::optional<std::string> first_pass_hash;  // the input's identity as the vocabulary pass read it
   MaskKind mask = MaskKind::padding;
   batch::StageSelection selection;
   std::vector<batch::StageLayout> layouts;
-  batch::ItemRules rules;
+  size_t embedding_rows = 0, max_len = 0;
+  // How items are tokenised and checked; built on use, as it points into this Job (which moves).
+  batch::ItemRules rules() const { return {vocab ? &*vocab : nullptr, embedding_rows, max_len, pretrained.get()}; }
   bool arrays = false;  // workers make arrays (safetensors, npy-dir) instead of JSON records
   std::string backend;  // --backend: the fast path on it (one per worker); empty: the exact path
 };
@@ -159,7 +162,25 @@ void check_options(const BatchOptions& o) {
   if (o.output != "-") batch_io::check_output_target(o.output, o.format);
 }
 
+// A checkpoint (--model-dir): its own tokenizer and mask, the exact path.
+Job load_checkpoint_job(const BatchOptions& o, const PretrainedFiles& files) {
+  if (!o.backend.empty()) throw InputError("--backend computes the tutorial's classifier; a checkpoint runs the exact path");
+  if (!o.save_vocab.empty()) throw InputError("--save-vocab writes the classifier's vocabulary; a checkpoint has its own");
+  Job job;
+  job.pretrained = std::make_shared<const Pretrained>(load_pretrained_files(files));
+  const Pretrained& p = *job.pretrained;
+  job.model_identity = batch::model_identity(p);
+  const Trace sample = batch::compute(p, {Item{1, nullptr, {}, {0}, {}}});
+  job.selection = batch::select_stages(sample, batch::outline(p.model.config), split_list(o.stages), o.layers, o.heads);
+  job.arrays = o.format != "jsonl";
+  if (job.arrays) job.layouts = batch::stage_layouts(p, job.selection);
+  job.embedding_rows = p.model.config.vocab_size;
+  job.max_len = p.model.config.max_positions;
+  return job;
+}
+
 Job load_job(const BatchOptions& o) {
+  if (const auto files = pretrained_files(o.model)) return load_checkpoint_job(o, *files);
   Job job;
   job.vocab = model_vocab(o.model);
   TransformerConfig config = model_config(o.model);
@@ -183,11 +204,12 @@ Job load_job(const BatchOptions& o) {
   job.model = build_model(o.model, config, job.vocab ? job.vocab->size() : 0, gen);
   job.model_identity = batch::model_identity(job.model);
   job.mask = parse_mask_kind(o.model.mask);
-  const Trace sample = batch::compute(job.model, {Item{1, nullptr, {}, {0}}}, job.mask);
+  const Trace sample = batch::compute(job.model, {Item{1, nullptr, {}, {0}, {}}}, job.mask);
   job.selection = batch::select_stages(sample, job.model.config, split_list(o.stages), o.layers, o.heads);
   job.arrays = o.format != "jsonl";
   if (job.arrays) job.layouts = batch::stage_layouts(job.model, job.mask, job.selection);
-  job.rules = {job.vocab ? &*job.vocab : nullptr, job.model.config.vocab_size, job.model.config.max_len};
+  job.embedding_rows = job.model.config.vocab_size;
+  job.max_len = job.model.config.max_len;
   job.backend = o.backend;
   check_backend(o, job);
   return job;
@@ -201,6 +223,7 @@ std::string fingerprint(const BatchOptions& o) {
               {"stages", o.stages},        {"layers", o.layers},             {"heads", o.heads},
               {"shard", o.shard},          {"config", m.config_file},        {"seed", m.seed},
               {"weights", m.weights},      {"vocab", m.vocab},               {"mask", m.mask},
+              {"model_dir", m.model_dir},  {"merges", m.merges},
               {"sizes", {m.vocab_size, m.d_model, m.num_heads, m.num_layers, m.d_ff, m.max_len, m.num_classes,
                          m.activation, m.pooling, m.layer_style}},
               {"flags", {m.norm_first, m.post_norm, m.encoder_only}},
@@ -342,7 +365,8 @@ class Pool {
           const std::vector<Trace> traces = batch::compute_packed(items, job_.mask, *device);
           for (size_t i = 0; i < items.size(); ++i) add(items[i], traces[i], 0);
         } else {  // items of one length (dispatch)
-          const Trace trace = batch::compute(job_.model, items, job_.mask, device.get());
+          const Trace trace = job_.pretrained ? batch::compute(*job_.pretrained, items)
+                                              : batch::compute(job_.model, items, job_.mask, device.get());
           for (size_t row = 0; row < items.size(); ++row) add(items[row], trace, row);
         }
       } catch (...) {
@@ -386,7 +410,7 @@ class Run {
     std::string text;
     const bool any = reader_.next(text);
     const batch::InputFormat format = input_format(o_, any ? text : "");
-    if (any && format == batch::InputFormat::text && !job_.vocab)
+    if (any && format == batch::InputFormat::text && !job_.vocab && !job_.pretrained)
       throw InputError("a text input needs --vocab (JSON Lines with \"ids\" work without); on standard input the "
                        "vocabulary cannot be built in a first pass");
     if (o_.output != "-") batch_io::prepare_output(o_.output, o_.format, resuming_, progress_.finishing);
@@ -465,7 +489,7 @@ class Run {
     if (raw.error.empty() && first) raw.error = "duplicate id (first on line " + std::to_string(*first) + ")";
     const Json id = raw.id;
     try {
-      if (raw.error.empty()) pending_.push_back(batch::make_item(std::move(raw), line, job_.rules));
+      if (raw.error.empty()) pending_.push_back(batch::make_item(std::move(raw), line, job_.rules()));
     } catch (const InputError& e) {
       raw.error = e.what();
     }
@@ -777,6 +801,7 @@ void add_batch_command(CLI::App& app, BatchOptions& o) {
                                            "OUTPUT.errors.jsonl, the run's identity to OUTPUT.manifest.json")
       ->capture_default_str();
   add_model_options(*cmd, o.model);
+  add_pretrained_options(*cmd, o.model);
   cmd->add_option("--input-format", o.input_format, "auto | text | jsonl (auto: by extension, else by the first "
                                                     "line)")
       ->capture_default_str();

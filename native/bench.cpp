@@ -17,6 +17,7 @@
 #include "core/device_model.hpp"
 #include "core/error.hpp"
 #include "core/fast_kernels.hpp"
+#include "core/memory.hpp"
 #include "core/threads.hpp"
 #include "core/train.hpp"
 #include "core/tutorial.hpp"
@@ -32,14 +33,6 @@ namespace {
 // Measuring
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-// Resident memory from /proc (Linux); 0 where there is none (node).
-double status_bytes(const char* field) {
-  std::ifstream in("/proc/self/status");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(field, 0) == 0) return std::stod(line.substr(std::string(field).size())) * 1024.0;
-  return 0.0;
-}
 
 // Restarts the kernel's peak-RSS counter (VmHWM) so a case's own peak can be read afterwards, after
 // handing back the memory earlier cases freed (attn keeps it for reuse), which would hide this one's.
@@ -60,7 +53,7 @@ struct Timing {
 // sample runs fn `inner` times and records the time per call.
 Timing measure(const std::function<void()>& fn, double budget, size_t inner = 1) {
   reset_peak_memory();
-  const double before = status_bytes("VmRSS:");
+  const double before = process_status_bytes("VmRSS:");
   fn();  // warm up: caches, thread start, and the buffers it keeps (counted in extra_bytes)
   Timing t;
   const double start = now();
@@ -69,7 +62,7 @@ Timing measure(const std::function<void()>& fn, double budget, size_t inner = 1)
     for (size_t i = 0; i < inner; ++i) fn();
     t.seconds.push_back((now() - t0) / double(inner));
   }
-  t.extra_bytes = std::max(0.0, status_bytes("VmHWM:") - before);
+  t.extra_bytes = std::max(0.0, process_status_bytes("VmHWM:") - before);
   return t;
 }
 
@@ -107,7 +100,7 @@ struct Context {
               {"samples", t.seconds.size()},
               {"gflops", flops / med / 1e9},
               {"extra_memory_mb", t.extra_bytes / 1048576.0},
-              {"peak_rss_mb", status_bytes("VmHWM:") / 1048576.0}};
+              {"peak_rss_mb", process_status_bytes("VmHWM:") / 1048576.0}};
     r.update(extra);
     results.push_back(std::move(r));
   }

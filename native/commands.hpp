@@ -17,6 +17,7 @@ void add_tutorial_command(CLI::App& app, TutorialOptions& o);
 // The model options `attn encode` and `attn batch` share.
 struct ModelOptions {
   std::string config_file, seed, weights, vocab, mask = "padding";
+  std::string model_dir, merges;  // a Hugging Face checkpoint (add_pretrained_options)
   // Model sizes as flags (override --config); empty = not given.
   std::string vocab_size, d_model, num_heads, num_layers, d_ff, max_len, num_classes, dropout, activation,
       pooling, layer_style;
@@ -24,10 +25,13 @@ struct ModelOptions {
 };
 // With `seed_with_weights`, --seed may join --weights (it seeds what else draws: attn train's dropout and order).
 void add_model_options(CLI::App& cmd, ModelOptions& o, bool seed_with_weights = false);
+// --model-dir and --merges: a BERT or GPT-2 checkpoint instead of the tutorial's classifier.
+void add_pretrained_options(CLI::App& cmd, ModelOptions& o);
 
 struct EncodeOptions {
   ModelOptions model;
   std::string save_weights, save_npy, backend;  // backend empty: the exact reference path
+  std::string top_k = "10", temperature = "1";   // GPT-2's next-token list
   std::vector<std::string> ids;
   SentenceOptions sentences;
   bool json = false;

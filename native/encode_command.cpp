@@ -1,3 +1,4 @@
+#include <cstdio>
 #include <filesystem>
 #include <sstream>
 
@@ -5,6 +6,7 @@
 
 #include "core/device_model.hpp"
 #include "core/error.hpp"
+#include "core/memory.hpp"
 #include "core/npy.hpp"
 #include "core/tokenizer.hpp"
 #include "core/torch_print.hpp"
@@ -103,7 +105,78 @@ Trace classify_on_backend(const EncodeOptions& o, const TransformerModel& model,
   return trace;
 }
 
+// --- a Hugging Face checkpoint ---
+
+std::string pretrained_report(const Pretrained& p, const PretrainedBatch& batch, const Trace& trace,
+                              const std::vector<std::vector<NextToken>>& next) {
+  const PretrainedConfig& c = p.model.config;
+  std::ostringstream out;
+  out << c.architecture << " (" << family_name(c.family) << "): " << c.num_layers << " layers, hidden "
+      << c.hidden_size << ", " << c.num_heads << " heads, intermediate " << c.intermediate_size << "\nparameters: "
+      << parameter_count(p.model) << "\n";
+  if (const double peak = process_status_bytes("VmHWM:"); peak > 0)
+    out << "peak memory: " << int64_t(peak / 1048576) << " MiB\n";
+  if (!p.model.ignored.empty()) {
+    out << "not part of the base model (ignored):";
+    for (const std::string& name : p.model.ignored) out << " " << name;
+    out << "\n";
+  }
+  for (const auto& tokens : batch.tokens) out << python_list_repr(tokens) << "\n";
+  for (const Stage& s : trace.stages())
+    out << "\n" << s.name << " " << torch_size_repr(Shape(s.value.shape().begin(), s.value.shape().end())) << "\n"
+        << torch_repr(s.value, s.dtype) << "\n";
+  for (size_t row = 0; row < next.size(); ++row) {
+    out << "\nnext token after sentence " << row + 1 << ":\n";
+    for (const NextToken& t : next[row]) {
+      char line[64];
+      std::snprintf(line, sizeof line, "%8.4f  %6lld  ", t.probability, static_cast<long long>(t.id));
+      out << line << t.token << "\n";
+    }
+  }
+  return out.str();
+}
+
+Json next_tokens_json(const std::vector<std::vector<NextToken>>& next) {
+  Json rows = Json::array();
+  for (const auto& row : next) {
+    Json list = Json::array();
+    for (const NextToken& t : row) list.push_back({{"id", t.id}, {"token", t.token}, {"probability", t.probability}});
+    rows.push_back(std::move(list));
+  }
+  return rows;
+}
+
+void run_pretrained(const EncodeOptions& o, const PretrainedFiles& files) {
+  if (!o.ids.empty()) throw InputError("--ids is for the tutorial's classifier; give a checkpoint sentences");
+  if (!o.backend.empty() || !o.save_weights.empty())
+    throw InputError("--backend and --save-weights are for the tutorial's classifier, not a checkpoint");
+  const size_t k = parse_size("--top-k", o.top_k, 1);
+  const double temperature = parse_number("--temperature", o.temperature);
+  const Pretrained p = load_pretrained_files(files);
+  const PretrainedBatch batch = tokenize_pretrained(p, o.sentences.resolve(tutorial_sentences()));
+  const Trace trace = pretrained_forward(p.model, batch.input);
+  std::vector<std::vector<NextToken>> next;
+  if (p.model.config.family == ModelFamily::gpt2)
+    for (size_t row = 0; row < batch.input.batch; ++row) next.push_back(next_tokens(p, trace, batch.input, row, k, temperature));
+  if (!o.save_npy.empty()) save_npy_dir(o.save_npy, trace);
+  if (!o.json) return print(pretrained_report(p, batch, trace, next));
+  const PretrainedConfig& c = p.model.config;
+  Json doc = {{"family", family_name(c.family)},
+              {"architecture", c.architecture},
+              {"config",
+               {{"vocab_size", c.vocab_size}, {"hidden_size", c.hidden_size}, {"num_heads", c.num_heads},
+                {"num_layers", c.num_layers}, {"intermediate_size", c.intermediate_size},
+                {"max_positions", c.max_positions}}},
+              {"parameter_count", parameter_count(p.model)},
+              {"ignored", p.model.ignored},
+              {"tokens", batch.tokens},
+              {"stages", stages_json(trace)}};
+  if (!next.empty()) doc["next_tokens"] = next_tokens_json(next);
+  print(doc.dump() + "\n");
+}
+
 void run(const EncodeOptions& o) {
+  if (const auto files = pretrained_files(o.model)) return run_pretrained(o, *files);
   const Inputs in = read_inputs(o);
   const size_t needed = in.has_vocab ? in.vocab.size() : size_t(*std::max_element(in.ids.begin(), in.ids.end())) + 1;
   TorchGenerator gen(parse_seed(o.model.seed.empty() ? "0" : o.model.seed));
@@ -134,9 +207,12 @@ void add_encode_command(CLI::App& app, EncodeOptions& o) {
   auto* cmd = app.add_subcommand("encode", "Run the second tutorial's Transformer classifier (or just its "
                                            "encoder) on sentences or token ids, printing every stage");
   add_model_options(*cmd, o.model);
+  add_pretrained_options(*cmd, o.model);
   add_sentence_options(*cmd, o.sentences, "default: the first tutorial's four");
   cmd->add_option("--ids", o.ids, "token ids of one sequence, e.g. \"1 2 3\" (repeatable; padded with 0)");
   cmd->add_flag("--json", o.json, "print the trace as one JSON document");
+  cmd->add_option("--top-k", o.top_k, "GPT-2: how many likely next tokens to list (default 10)");
+  cmd->add_option("--temperature", o.temperature, "GPT-2: the next-token list's softmax(logits / T) (default 1)");
   cmd->add_option("--save-weights", o.save_weights, "write the model's state_dict as safetensors");
   cmd->add_option("--save-npy", o.save_npy, "write every stage as FOLDER/<stage>.npy");
   cmd->add_option("--backend", o.backend,

@@ -61,6 +61,37 @@ TransformerModel build_model(const ModelOptions& o, TransformerConfig config, si
   return init_transformer(config, gen);
 }
 
+std::optional<PretrainedFiles> pretrained_files(const ModelOptions& o) {
+  const bool by_name = o.model_dir.empty() && !o.config_file.empty() &&
+                       is_pretrained_config(read_json_file(o.config_file, "config file"));
+  if (o.model_dir.empty() && !by_name) {
+    if (!o.merges.empty()) throw InputError("--merges belongs to a GPT-2 checkpoint (--model-dir or its config.json)");
+    return std::nullopt;
+  }
+  const std::pair<const char*, bool> classifier_only[] = {
+      {"--seed", !o.seed.empty()}, {"--vocab-size", !o.vocab_size.empty()}, {"--d-model", !o.d_model.empty()},
+      {"--num-heads", !o.num_heads.empty()}, {"--num-layers", !o.num_layers.empty()}, {"--d-ff", !o.d_ff.empty()},
+      {"--max-len", !o.max_len.empty()}, {"--num-classes", !o.num_classes.empty()}, {"--dropout", !o.dropout.empty()},
+      {"--activation", !o.activation.empty()}, {"--pooling", !o.pooling.empty()},
+      {"--layer-style", !o.layer_style.empty()}, {"--norm-first", o.norm_first}, {"--post-norm", o.post_norm},
+      {"--encoder-only", o.encoder_only}, {"--train", o.train}, {"--mask", o.mask != "padding"}};
+  for (const auto& [flag, given] : classifier_only)
+    if (given) throw InputError(std::string(flag) + " is an option of the tutorial's classifier, not of a checkpoint "
+                                "(its config.json says what it is; BERT masks padding, GPT-2 the future)");
+  if (by_name) return PretrainedFiles{o.config_file, o.weights, o.vocab, o.merges, ""};
+  if (!o.config_file.empty() || !o.weights.empty() || !o.vocab.empty() || !o.merges.empty())
+    throw InputError("--model-dir takes the folder's config.json, weights and tokenizer files: drop --config, "
+                     "--weights, --vocab and --merges, or name the files without --model-dir");
+  return pretrained_files_in(o.model_dir);
+}
+
+void add_pretrained_options(CLI::App& cmd, ModelOptions& o) {
+  cmd.add_option("--model-dir", o.model_dir,
+                 "a Hugging Face BERT or GPT-2 folder: config.json, model.safetensors, vocab.txt (BERT) or "
+                 "vocab.json + merges.txt (GPT-2), optional tokenizer_config.json");
+  cmd.add_option("--merges", o.merges, "GPT-2's merges.txt, beside a transformers --config, --weights and --vocab");
+}
+
 void add_model_options(CLI::App& app, ModelOptions& o, bool seed_with_weights) {
   CLI::App* cmd = &app;
   cmd->add_option("--config", o.config_file, "model config JSON: vocab_size, d_model, num_heads, num_layers, d_ff, "

@@ -3,6 +3,7 @@
 #pragma once
 #include <optional>
 
+#include "core/pretrained_files.hpp"
 #include "core/tokenizer.hpp"
 #include "core/transformer.hpp"
 #include "native/commands.hpp"
@@ -15,5 +16,9 @@ TransformerConfig model_config(const ModelOptions& o, const Json& base = Json::o
 std::optional<Vocab> model_vocab(const ModelOptions& o);
 // Seeded (--seed, default 0) or loaded (--weights); vocab_size, when not configured, is `needed`.
 TransformerModel build_model(const ModelOptions& o, TransformerConfig config, size_t needed, TorchGenerator& gen);
+// The Hugging Face checkpoint the options name: --model-dir, or --config holding a transformers config
+// (with --weights, --vocab and --merges by name). None: the tutorial's classifier. Flags of the
+// classifier alone (--seed, sizes, --mask, --train) are refused beside a checkpoint.
+std::optional<PretrainedFiles> pretrained_files(const ModelOptions& o);
 
 }  // namespace attn::cli

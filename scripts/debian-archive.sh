@@ -27,3 +27,22 @@ debian_archive() {
   fi
   echo "$uri"
 }
+
+# fetch_source PACKAGE=VERSION SUITE DEST: the source package's upstream tarball from the archive, with
+# private apt lists (the system's apt config is left alone), unpacked into DEST (its top folder
+# stripped); a stamp file makes it once per version.
+fetch_source() {
+  local spec=$1 suite=$2 dest=$3 name=${1%%=*} version=${1#*=}
+  local stamp="$dest/.stamp-$version" src="$dest-src"
+  [ -f "$stamp" ] && return 0
+  rm -rf "$src" "$dest" && mkdir -p "$src/lists/partial"
+  printf 'Types: deb-src\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+    "$(debian_archive)" "$suite" > "$src/src.sources"
+  local O=(-o Dir::Etc::sourcelist=/dev/null -o "Dir::Etc::sourceparts=$src" -o "Dir::State::Lists=$src/lists"
+           -o "Dir::Cache=$src/cache" -o APT::Sandbox::User=root)
+  apt-get "${O[@]}" update -qq
+  (cd "$src" && apt-get "${O[@]}" source --download-only "$spec")
+  mkdir -p "$dest"
+  tar -xf "$(ls "$src/${name}"_*.orig.tar.* | head -n 1)" -C "$dest" --strip-components=1
+  touch "$stamp"
+}

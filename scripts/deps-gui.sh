@@ -25,24 +25,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # Dear ImGui sources (the +ds tarball: core, backends, misc; no examples/libs), pinned.
-imgui_version=1.90.1+ds-1
-stamp="$deps/imgui/.stamp-$imgui_version"
-if [ ! -f "$stamp" ]; then
-  src="$deps/imgui-src"
-  rm -rf "$src" "$deps/imgui" && mkdir -p "$src/lists/partial"
-  archive=$(debian_archive)
-  printf 'Types: deb-src\nURIs: %s\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-    "$archive" > "$src/src.sources"
-  O=(-o Dir::Etc::sourcelist=/dev/null -o "Dir::Etc::sourceparts=$src" -o "Dir::State::Lists=$src/lists"
-     -o "Dir::Cache=$src/cache" -o APT::Sandbox::User=root)
-  apt-get "${O[@]}" update -qq
-  (cd "$src" && apt-get "${O[@]}" source --download-only "imgui=$imgui_version")
-  orig=$(ls "$src"/imgui_*.orig.tar.* | head -n 1)
-  mkdir -p "$deps/imgui"
-  tar -xf "$orig" -C "$deps/imgui" --strip-components=1
-  test -f "$deps/imgui/imgui.cpp" && test -f "$deps/imgui/backends/imgui_impl_opengl3.cpp"
-  touch "$stamp"
-fi
+fetch_source imgui=1.90.1+ds-1 trixie "$deps/imgui"
+test -f "$deps/imgui/imgui.cpp" && test -f "$deps/imgui/backends/imgui_impl_opengl3.cpp"
 
 # playwright-core for the browser test (exact version from the committed lock file).
 if [ ! -d "$root/tests/browser/node_modules/playwright-core" ]; then

@@ -9,7 +9,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 deps="$root/.deps"
 . "$root/scripts/debian-archive.sh"
 
-packages=(cmake g++ make clang-14 libclang-rt-14-dev python3-torch python3-numpy python3-threadpoolctl emscripten nodejs catch2
+packages=(cmake g++ make clang-14 libclang-rt-14-dev python3-torch python3-numpy python3-threadpoolctl emscripten nodejs npm catch2
           nlohmann-json3-dev libcli11-dev dpkg-dev ca-certificates)
 missing=()
 for p in "${packages[@]}"; do
@@ -52,5 +52,13 @@ if [ ! -f "$deps/openblas/.stamp-$openblas" ]; then
   rm -rf "$deps/openblas" && mkdir -p "$deps/openblas"
   (cd "$deps/openblas" && apt-get -o APT::Sandbox::User=root download "$openblas" && dpkg-deb -x ./*.deb . && rm ./*.deb)
   touch "$deps/openblas/.stamp-$openblas"
+fi
+# utf8proc's sources (Unicode categories, case mapping, NFD for the BERT and GPT-2 tokenizers), compiled
+# into the engine natively and in WebAssembly alike, so both tokenise with the same Unicode tables.
+fetch_source utf8proc=2.8.0-1 bookworm "$deps/utf8proc"
+test -f "$deps/utf8proc/utf8proc.c" && test -f "$deps/utf8proc/utf8proc_data.c"
+# The independent tokenizers tests/tokenizers/check.mjs compares with (exact versions from its lock file).
+if [ ! -d "$root/tests/tokenizers/node_modules/gpt-3-encoder" ]; then
+  (cd "$root/tests/tokenizers" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 "$root/scripts/deps-gui.sh"  # the playground: GLFW, Xvfb, Chromium, fonts, ImGui sources, playwright-core

@@ -60,3 +60,13 @@ attn_cli_case(batch_backend_cpu 0 "\"layers.1.self_attn.attention_weights\"" ${b
 attn_cli_case(batch_backend_scores 2 "stage 'layers.0.self_attn.scores' is not computed with --backend"
               ${bat} --backend cpu --stages scores "${data}/korean.txt")
 attn_cli_case(batch_backend_unknown 2 "unknown backend 'tpu'" ${bat} --backend tpu "${data}/korean.txt")
+
+# A Hugging Face checkpoint (tests/fixtures/pretrained): its own tokenizer (a tab starts BERT's second
+# segment), the default stages, token ids past its vocabulary reported per item.
+set(pre "${CMAKE_CURRENT_SOURCE_DIR}/fixtures/pretrained")
+attn_cli_case(batch_bert 0 "\"line\":2,\"id\":null,\"tokens\":\\[\"\\[CLS\\]\",\"the\",\"dog\",\"\\[SEP\\]\",\"sat\",\"\\[SEP\\]\"\\].*\"encoder.layer.1.attention.self.attention_probs\":\\{\"shape\":\\[4,6,6\\].*\"last_hidden_state\""
+              batch --model-dir "${pre}/bert_tiny" "${data}/pretrained_sentences.txt")
+attn_cli_case(batch_gpt2_ids 3 "\"line\":1,.*\"next_token_probs\":\\{\"shape\":\\[317\\].*\"line\":2,\"id\":null,\"reason\":\"token id 5000 is outside the embedding table \\(317 rows\\)\""
+              batch --model-dir "${pre}/gpt2_tiny" --stages next_token_probs --input-format jsonl "${data}/pretrained_ids.jsonl")
+attn_cli_case(batch_pretrained_backend 2 "a checkpoint runs the exact path"
+              batch --model-dir "${pre}/bert_tiny" --backend cpu "${data}/pretrained_sentences.txt")

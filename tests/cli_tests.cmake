@@ -66,6 +66,35 @@ attn_cli_case(encode_save_unwritable 2 "/nonexistent-dir/w.safetensors" ${enc} -
 attn_cli_case(encode_too_long 2 "more than max_len 2" ${enc} --max-len 2)
 attn_cli_case(encode_huge 2 "memory" encode --vocab-size 1000000000 --d-model 65536)
 
+# attn encode on Hugging Face checkpoints (tests/fixtures/pretrained, written by tests/torchgen/pretrained.py).
+set(pre "${CMAKE_CURRENT_SOURCE_DIR}/fixtures/pretrained")
+attn_cli_case(encode_bert 0 "BertModel \\(bert\\): 2 layers, hidden 32, 4 heads.*'\\[CLS\\]', 'the', 'cat', 'sat', '.', '\\[SEP\\]'.*encoder.layer.1.attention.self.attention_probs torch.Size\\(\\[1, 4, 6, 6\\]\\).*pooler_output"
+              encode --model-dir "${pre}/bert_tiny" --sentence "The cat sat.")
+attn_cli_case(encode_bert_pair_json 0 "^\\{\"family\":\"bert\".*\"name\":\"token_type_ids\",\"shape\":\\[1,6\\],\"data\":\\[0,0,0,0,1,1\\]"
+              encode --model-dir "${pre}/bert_tiny" --sentence "the cat\tsat" --json)
+attn_cli_case(encode_bert_prefixed 0 "ignored\\): bert.embeddings.position_ids classifier.bias classifier.weight"
+              encode --model-dir "${pre}/bert_prefixed" --sentence "the cat")
+attn_cli_case(encode_gpt2_next 0 "GPT2LMHeadModel \\(gpt2\\).*logits torch.Size\\(\\[1, [0-9]+, 317\\]\\).*next token after sentence 1:\n +0\\.[0-9]+ +[0-9]+  "
+              encode --model-dir "${pre}/gpt2_tiny" --sentence "the dog sat" --top-k 3 --temperature 0.5)
+attn_cli_case(encode_gpt2_by_name 0 "\"next_tokens\":\\[\\[\\{\"id\":[0-9]+,\"token\":"
+              encode --config "${pre}/gpt2_tiny/config.json" --weights "${pre}/gpt2_tiny/model.safetensors"
+              --vocab "${pre}/gpt2_tiny/vocab.json" --merges "${pre}/gpt2_tiny/merges.txt" --sentence "the dog" --json)
+attn_cli_case(encode_gpt2_temperature 2 "temperature must be a positive number"
+              encode --model-dir "${pre}/gpt2_tiny" --sentence "the dog" --temperature 0)
+attn_cli_case(encode_pretrained_seed 2 "--seed is an option of the tutorial's classifier, not of a checkpoint"
+              encode --model-dir "${pre}/bert_tiny" --seed 3)
+attn_cli_case(encode_pretrained_and_weights 2 "--model-dir takes the folder's config.json"
+              encode --model-dir "${pre}/bert_tiny" --weights x.safetensors)
+attn_cli_case(encode_pretrained_not_a_folder 2 "'/nonexistent' is not a folder" encode --model-dir /nonexistent)
+attn_cli_case(encode_pretrained_pickle 2 "'pytorch_model.bin' is a PyTorch pickle.*convert it to model.safetensors"
+              encode --model-dir "${CMAKE_CURRENT_SOURCE_DIR}/data/pickle_only")
+attn_cli_case(encode_pretrained_family 2 "model family 't5' is not supported"
+              encode --model-dir "${CMAKE_CURRENT_SOURCE_DIR}/data/unknown_family")
+attn_cli_case(encode_pretrained_no_vocab 2 "a gpt2 model needs its merges.txt"
+              encode --config "${pre}/gpt2_tiny/config.json" --weights "${pre}/gpt2_tiny/model.safetensors"
+              --vocab "${pre}/gpt2_tiny/vocab.json")
+attn_cli_case(encode_merges_alone 2 "--merges belongs to a GPT-2 checkpoint" ${enc} --merges x.txt)
+
 # Weights cross between attn and PyTorch in both directions, with the same logits.
 add_test(NAME cli.encode_torch_roundtrip
          COMMAND /usr/bin/python3 "${CMAKE_CURRENT_SOURCE_DIR}/torch_roundtrip.py" $<TARGET_FILE:attn>)

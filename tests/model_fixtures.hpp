@@ -28,4 +28,21 @@ inline std::vector<NamedTensor> parameters_of(const nlohmann::json& params) {
   return out;
 }
 
+// Stated tolerance: seeded parameters are bit-identical; stages agree with PyTorch to 1e-5 relative
+// + 1e-5 absolute per element (LayerNorm, GELU and exp round differently in the last bits and deep
+// stacks carry that forward).
+constexpr double rel_tol = 1e-5, abs_tol = 1e-5;
+
+inline void compare_stages(const Trace& trace, const nlohmann::json& expected) {
+  for (const auto& e : expected) {
+    const std::string name = e.at("name").get<std::string>();
+    INFO("stage " << name);
+    const Tensor& got = trace.at(name);
+    REQUIRE(Shape(got.shape().begin(), got.shape().end()) == e.at("shape").get<Shape>());
+    const Deviation d = compare(got, e, rel_tol, abs_tol);
+    INFO("max abs error " << d.max_abs << " at " << d.worst << ", max rel " << d.max_rel);
+    CHECK(d.failures == 0);
+  }
+}
+
 }  // namespace attn::test

@@ -24,7 +24,7 @@ TransformerModel small_model(bool classifier = true) {
   return init_transformer(c, gen);
 }
 
-Item ids_item(size_t line, std::vector<int64_t> ids) { return Item{line, nullptr, {}, std::move(ids)}; }
+Item ids_item(size_t line, std::vector<int64_t> ids) { return Item{line, nullptr, {}, std::move(ids), {}}; }
 
 std::string reason(const std::string& text, InputFormat format) { return parse_line(text, format).error; }
 
@@ -158,7 +158,7 @@ TEST_CASE("batch records hold PyTorch's logits for each item", "[batch]") {
 
 TEST_CASE("batch a record starts with its line and id and keeps the selected stages", "[batch]") {
   const TransformerModel model = small_model();
-  Item item{9, "s1", {"a", "b"}, {1, 2}};
+  Item item{9, "s1", {"a", "b"}, {1, 2}, {}};
   const Trace trace = compute(model, {item}, MaskKind::padding);
   const StageSelection selection = select_stages(trace, model.config, {}, {}, {});
   CHECK(selection.tokens);
@@ -207,7 +207,7 @@ TEST_CASE("batch shards split lines by number", "[batch]") {
 
 TEST_CASE("batch arrays hold the numbers of the record", "[batch]") {
   const TransformerModel model = small_model();
-  const Item item{4, "x", {"a", "b", "c"}, {1, 2, 3}};
+  const Item item{4, "x", {"a", "b", "c"}, {1, 2, 3}, {}};
   const Trace trace = compute(model, {item}, MaskKind::padding);
   const StageSelection s = select_stages(trace, model.config, {"tokens", "token_ids", "attention_weights", "logits"},
                                          {1}, {0});

@@ -425,7 +425,7 @@ TEST_CASE("packed sequences give each item the bits it gets alone", "[fast_kerne
   std::vector<batch::Item> items;
   for (const std::vector<int64_t>& ids : std::vector<std::vector<int64_t>>{
            {3}, {1, 7, 9, 0, 4}, {5, 5}, std::vector<int64_t>(33, 6), {2, 0, 8}, {9, 1, 4, 4, 12}})
-    items.push_back({items.size() + 1, nullptr, {}, ids});
+    items.push_back({items.size() + 1, nullptr, {}, ids, {}});
   auto backend = make_cpu_backend(2);
   for (const std::vector<std::string>& wanted :
        {std::vector<std::string>{}, {"logits", "layers.1.self_attn.attention_weights", "layers.0.norm2"}}) {

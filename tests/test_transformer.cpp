@@ -16,23 +16,9 @@ namespace {
 using test::config_of;
 using test::flat_ids;
 using test::parameters_of;
-
-// Stated tolerance: seeded parameters are bit-identical; stages agree with PyTorch to 1e-5 relative
-// + 1e-5 absolute per element (LayerNorm, GELU and exp round differently in the last bits and deep
-// stacks carry that forward).
-constexpr double rel_tol = 1e-5, abs_tol = 1e-5;
-
-void compare_stages(const Trace& trace, const json& expected) {
-  for (const auto& e : expected) {
-    const std::string name = e.at("name").get<std::string>();
-    INFO("stage " << name);
-    const Tensor& got = trace.at(name);
-    REQUIRE(Shape(got.shape().begin(), got.shape().end()) == e.at("shape").get<Shape>());
-    const test::Deviation d = test::compare(got, e, rel_tol, abs_tol);
-    INFO("max abs error " << d.max_abs << " at " << d.worst << ", max rel " << d.max_rel);
-    CHECK(d.failures == 0);
-  }
-}
+using test::compare_stages;
+using test::rel_tol;
+using test::abs_tol;
 
 const char* const classifier_cases[] = {"small", "one_head_gelu_prenorm_causal", "eight_heads_three_layers",
                                         "four_layers_train_dropout"};

@@ -398,7 +398,7 @@ TEST_CASE("ui loads a model from files as PyTorch computes it", "[ui]") {
 TEST_CASE("ui loaded model without config or vocabulary", "[ui]") {
   const SmallModelFiles files;
   // No vocabulary: words get ids in order of appearance, as `attn encode` without --vocab.
-  auto model = load_model({files.weights, files.config, ""});
+  auto model = load_model({files.weights, files.config, "", {}});
   CHECK_FALSE(model->vocab.has_value());
   PlaygroundConfig c;
   c.model = ModelKind::loaded;
@@ -412,7 +412,7 @@ TEST_CASE("ui loaded model without config or vocabulary", "[ui]") {
   p.update();
   CHECK(p.error().find("embedding") != std::string::npos);
   // No config: the classifier's defaults (d_model 128) do not match these weights.
-  CHECK(load_error({files.weights, "", ""}).find("small.safetensors") != std::string::npos);
+  CHECK(load_error({files.weights, "", "", {}}).find("small.safetensors") != std::string::npos);
 }
 
 TEST_CASE("ui refuses malformed model files with a message", "[ui]") {
@@ -420,25 +420,25 @@ TEST_CASE("ui refuses malformed model files with a message", "[ui]") {
   const TempDir dir;
   const std::string fixtures = std::string(ATTN_FIXTURES_DIR) + "/safetensors/";
   CHECK(load_error({}).find("weights") != std::string::npos);
-  CHECK_FALSE(load_error({fixtures + "bad_header_not_json.safetensors", files.config, files.vocab}).empty());
-  CHECK_FALSE(load_error({fixtures + "bad_out_of_bounds_1tb.safetensors", files.config, files.vocab}).empty());
-  CHECK_FALSE(load_error({dir.write("w.safetensors", "not a safetensors file"), files.config, ""}).empty());
+  CHECK_FALSE(load_error({fixtures + "bad_header_not_json.safetensors", files.config, files.vocab, {}}).empty());
+  CHECK_FALSE(load_error({fixtures + "bad_out_of_bounds_1tb.safetensors", files.config, files.vocab, {}}).empty());
+  CHECK_FALSE(load_error({dir.write("w.safetensors", "not a safetensors file"), files.config, "", {}}).empty());
   // Messages name the files, not the folders they were in (the browser's are temporary).
-  const std::string missing = load_error({dir.path.string() + "/missing.safetensors", files.config, ""});
+  const std::string missing = load_error({dir.path.string() + "/missing.safetensors", files.config, "", {}});
   CHECK(missing.find("'missing.safetensors'") != std::string::npos);
   CHECK(missing.find(dir.path.string()) == std::string::npos);
   // Weights of another model (one nn.TransformerEncoderLayer): the missing tensors are named.
-  CHECK(load_error({fixtures + "encoder_f32.safetensors", files.config, ""}).find("missing") != std::string::npos);
+  CHECK(load_error({fixtures + "encoder_f32.safetensors", files.config, "", {}}).find("missing") != std::string::npos);
   const std::string bad_config = std::string(ATTN_FIXTURES_DIR) + "/../data/bad_config.json";
-  CHECK(load_error({files.weights, bad_config, ""}).find("bad_config.json") != std::string::npos);
-  CHECK(load_error({files.weights, dir.write("c.json", "{\"d_model\": "), ""}).find("not valid JSON") !=
+  CHECK(load_error({files.weights, bad_config, "", {}}).find("bad_config.json") != std::string::npos);
+  CHECK(load_error({files.weights, dir.write("c.json", "{\"d_model\": "), "", {}}).find("not valid JSON") !=
         std::string::npos);
-  CHECK(load_error({files.weights, files.config, dir.write("v.json", "[1, 2]")}).find("v.json") != std::string::npos);
-  CHECK(load_error({files.weights, files.config, dir.write("v2.json", R"({"[PAD]": 0, "a": 5})")}).find("distinct") !=
+  CHECK(load_error({files.weights, files.config, dir.write("v.json", "[1, 2]"), {}}).find("v.json") != std::string::npos);
+  CHECK(load_error({files.weights, files.config, dir.write("v2.json", R"({"[PAD]": 0, "a": 5})"), {}}).find("distinct") !=
         std::string::npos);
   Json big = {{"[PAD]", 0}};
   for (int id = 1; id < 20; ++id) big["w" + std::to_string(id)] = id;
-  CHECK(load_error({files.weights, files.config, dir.write("v3.json", big.dump())}).find("embedding only 12") !=
+  CHECK(load_error({files.weights, files.config, dir.write("v3.json", big.dump()), {}}).find("embedding only 12") !=
         std::string::npos);
   // Sorting: two weight files, or none.
   CHECK_THROWS_WITH(sort_model_files({files.weights, files.weights}), Catch::Contains("two weights files"));
@@ -446,7 +446,7 @@ TEST_CASE("ui refuses malformed model files with a message", "[ui]") {
   // A word the vocabulary lacks (no [UNK]) is a message in the UI, not a crash.
   PlaygroundConfig c;
   c.model = ModelKind::loaded;
-  attach_model(c, load_model({files.weights, files.config, files.vocab}));
+  attach_model(c, load_model({files.weights, files.config, files.vocab, {}}));
   c.sentences = {"t1 nope"};
   Playground p(c);
   p.update();

@@ -182,7 +182,7 @@ TEST_CASE("ui training: the trained model's files open as Model files", "[ui][tr
   std::ofstream(w, std::ios::binary) << files.weights;
   std::ofstream(c, std::ios::binary) << files.config;
   std::ofstream(v, std::ios::binary) << files.vocab;
-  const auto loaded = load_model({w, c, v});
+  const auto loaded = load_model({w, c, v, {}});
   CHECK(loaded->model.config.d_model == size_t(t.effective_settings()["d_model"].get<int>()));
   REQUIRE(loaded->vocab.has_value());
   CHECK(loaded->vocab->size() == t.vocab()->size());

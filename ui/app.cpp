@@ -1,5 +1,7 @@
 #include "ui/app.hpp"
 
+#include <filesystem>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -57,7 +59,9 @@ bool input_size(const char* label, size_t& value, int min_value = 0) {
 float luminance(const Rgba& c) { return (0.299f * c[0] + 0.587f * c[1] + 0.114f * c[2]) / 255.0f; }
 
 bool uses_sequential_map(const std::string& name) {
-  return name == "token_ids" || name == "mask" || name.find("attention_weights") != std::string::npos;
+  return name == "token_ids" || name == "input_ids" || name == "mask" || name == "next_token_probs" ||
+         name.find("attention_weights") != std::string::npos || name.find("attention_probs") != std::string::npos ||
+         name.find("attn_weights") != std::string::npos;
 }
 
 // The exact value under the mouse, with its indices and labels.
@@ -118,16 +122,24 @@ App::~App() {
 }
 
 bool App::update_fonts() {
-  if (font_generation_ == playground_.config_generation() && font_train_run_ == train_view_.run && !glyphs_.empty())
+  if (font_generation_ == playground_.config_generation() && font_result_ == playground_.result_generation() &&
+      font_train_run_ == train_view_.run && font_next_tokens_ == next_tokens_version_ && !glyphs_.empty())
     return false;
   font_generation_ = playground_.config_generation();
+  font_result_ = playground_.result_generation();
   font_train_run_ = train_view_.run;
+  font_next_tokens_ = next_tokens_version_;
   std::vector<uint32_t> wanted = wanted_code_points(playground_.config());
+  auto want = [&](const std::string& text) {
+    const auto cps = code_points(text);
+    wanted.insert(wanted.end(), cps.begin(), cps.end());
+  };
+  if (const Computed* r = playground_.result())  // a checkpoint's tokens: lower-cased, pieces, "·"
+    for (const auto& row : r->tokens)
+      for (const std::string& token : row) want(token);
+  for (const NextToken& t : next_tokens_) want(t.token);
   for (const ReplayItem& item : training_.replay())  // the Train tab's labels
-    for (const std::string& token : item.tokens) {
-      const auto cps = code_points(token);
-      wanted.insert(wanted.end(), cps.begin(), cps.end());
-    }
+    for (const std::string& token : item.tokens) want(token);
   bool rebuild = glyphs_.empty();
   for (uint32_t cp : wanted) rebuild = rebuild || (cp >= 0x20 && cp <= 0xFFFF && !glyphs_.count(cp));
   if (rebuild) {
@@ -178,7 +190,8 @@ void App::refresh_labels() {
   size_t rows = std::max(r->tokens.size(), r->pe_table.shape().empty() ? 0 : r->pe_table.shape()[0]);
   batch_labels_.clear();
   for (size_t i = 0; i < rows; ++i) batch_labels_.push_back(std::to_string(i));
-  pe_label_ = "Sinusoidal positional encoding: " + shape_text(r->pe_table) + " (positions x dimensions); the first " +
+  pe_label_ = std::string(r->pe_learned ? "Learned position embeddings: " : "Sinusoidal positional encoding: ") +
+              shape_text(r->pe_table) + " (positions x dimensions); the first " +
               std::to_string(r->tokens.empty() ? size_t(0) : r->tokens[0].size()) + " rows are used.";
   layer_weights_.clear();
   for (size_t l = 0; l < std::max<size_t>(1, r->num_layers); ++l) layer_weights_.push_back(find_stage(weights_stage_name(*r, l)));
@@ -320,13 +333,14 @@ void App::draw_controls() {
     }
   }
   ImGui::PushItemWidth(140);
+  const bool checkpoint = draft_.model == ModelKind::loaded && draft_.loaded && draft_.loaded->pretrained;
   uint64_t seed = draft_.seed;
-  if (ImGui::InputScalar("seed", ImGuiDataType_U64, &seed)) {
+  if (!checkpoint && ImGui::InputScalar("seed", ImGuiDataType_U64, &seed)) {
     draft_.seed = seed;
     apply(draft_);
   }
   int mask = int(draft_.mask);
-  if (ImGui::Combo("mask", &mask, mask_names, 4)) {
+  if (!checkpoint && ImGui::Combo("mask", &mask, mask_names, 4)) {
     draft_.mask = MaskKind(mask);
     apply(draft_);
   }
@@ -407,8 +421,9 @@ void App::draw_loaded_model() {
     ImGui::TextColored(dim_color, "No model loaded: open its files below.");
     return;
   }
-  const TransformerConfig& t = draft_.loaded->model.config;
   ImGui::TextWrapped("%s", draft_.loaded->name.c_str());
+  if (draft_.loaded->pretrained) return draw_checkpoint(*draft_.loaded->pretrained);
+  const TransformerConfig& t = draft_.loaded->model.config;
   ImGui::PushStyleColor(ImGuiCol_Text, dim_color);
   ImGui::TextWrapped("d_model %zu, %zu heads, %zu layers, d_ff %zu, max_len %zu, %s, %s%s", t.d_model, t.num_heads,
                      t.num_layers, t.ff_width(), t.max_len, t.norm_first ? "pre-norm" : "post-norm",
@@ -418,6 +433,42 @@ void App::draw_loaded_model() {
   if (ImGui::Checkbox("train (dropout on)", &draft_.train)) apply(draft_);
 }
 
+void App::draw_checkpoint(const Pretrained& p) {
+  const PretrainedConfig& c = p.model.config;
+  const bool bert = c.family == ModelFamily::bert;
+  ImGui::PushStyleColor(ImGuiCol_Text, dim_color);
+  ImGui::TextWrapped("%s: hidden %zu, %zu heads, %zu layers, intermediate %zu, %zu positions, vocabulary %zu; "
+                     "mask: %s", bert ? "BERT" : "GPT-2", c.hidden_size, c.num_heads, c.num_layers,
+                     c.intermediate_size, c.max_positions, c.vocab_size,
+                     bert ? "padding (a tab in a sentence starts its second segment)" : "causal");
+  if (!p.model.ignored.empty()) ImGui::TextWrapped("%zu tensors outside the base model ignored", p.model.ignored.size());
+  ImGui::PopStyleColor();
+  if (!bert) draw_next_tokens();
+}
+
+// GPT-2's next-token distribution after each sentence (as Transformer Explainer shows it).
+void App::draw_next_tokens() {
+  const Computed* r = playground_.result();
+  if (!r || !draft_.loaded || !draft_.loaded->pretrained || r->pretrained_input.batch == 0) return;
+  ImGui::SliderInt("top k", &top_k_, 1, 20);
+  ImGui::SliderFloat("temperature", &temperature_, 0.05f, 3.0f, "%.2f");
+  const ViewKey key{playground_.result_generation(), nullptr, size_t(batch_), size_t(top_k_)};
+  if (!(next_key_ == key) || next_temperature_ != temperature_) {
+    next_key_ = key;
+    next_temperature_ = temperature_;
+    const size_t row = std::min(size_t(batch_), r->pretrained_input.batch - 1);
+    next_tokens_ = next_tokens(*draft_.loaded->pretrained, r->trace, r->pretrained_input, row, size_t(top_k_),
+                               double(temperature_));
+    ++next_tokens_version_;  // their labels may need glyphs
+  }
+  ImGui::Text("Next token after sentence %d:", batch_ + 1);
+  for (const NextToken& t : next_tokens_) {
+    ImGui::ProgressBar(float(t.probability), ImVec2(120, 0), "");
+    ImGui::SameLine();
+    ImGui::Text("%5.1f%%  %s", 100.0 * t.probability, t.token.c_str());
+  }
+}
+
 void App::draw_model_files() {
   if (!ImGui::CollapsingHeader("Open model files")) return;
   if (platform_.external_model_picker()) {
@@ -425,10 +476,22 @@ void App::draw_model_files() {
                        "\"Model files\" above the canvas.");
   } else {
     static const char* const labels[] = {"weights", "config", "vocab"};
-    static const char* const hints[] = {"model.safetensors", "config.json (optional)", "vocab.json (optional)"};
+    static const char* const hints[] = {"model.safetensors, or a BERT / GPT-2 folder", "config.json (optional)",
+                                        "vocab.json (optional)"};
     for (int i = 0; i < 3; ++i)
       ImGui::InputTextWithHint(labels[i], hints[i], model_paths_[i], sizeof model_paths_[i]);
-    if (ImGui::Button("Open")) load_model_files({model_paths_[0], model_paths_[1], model_paths_[2]});
+    if (ImGui::Button("Open")) {
+      std::error_code ec;
+      if (!std::filesystem::is_directory(model_paths_[0], ec)) {
+        load_model_files({model_paths_[0], model_paths_[1], model_paths_[2], {}});
+      } else {
+        try {
+          load_model_files(sort_model_files({model_paths_[0]}));
+        } catch (const InputError& e) {
+          status_ = std::string("could not load the model: ") + e.what();
+        }
+      }
+    }
   }
   if (draft_.loaded && ImGui::Button("Forget the loaded model")) {
     if (draft_.model == ModelKind::loaded) draft_ = defaults_for(ModelKind::transformer, draft_);
@@ -464,7 +527,7 @@ void App::set_layer(int layer) {
   layer_ = layer;
   playground_.set_shown_layer(size_t(layer_));  // a backend pulls back only this layer's stages
   if (stage_layer(stage_) < 0) return;
-  const std::string renamed = "layers." + std::to_string(layer_) + stage_.substr(stage_.find('.', 7));
+  const std::string renamed = stage_in_layer(stage_, size_t(layer_));
   if (find_stage(renamed) || playground_.uses_backend()) stage_ = renamed;  // a backend computes it next
 }
 
@@ -567,8 +630,11 @@ void App::draw_masks_view(float width, float height) {
   const auto& shape = masked_stage_->value.shape();
   if (shape.size() == 4) index_slider("head", head_, shape[1], r->tokens.size() > 1 || r->num_layers > 1);
   const size_t head = shape.size() == 4 ? size_t(head_) : 0;
-  ImGui::TextWrapped("Mask: %s (1 = may attend). Rows are queries, columns are keys.",
-                     mask_names[int(playground_.config().mask)]);
+  const auto& loaded = playground_.config().loaded;
+  const char* mask_name = mask_names[int(playground_.config().mask)];
+  if (playground_.config().model == ModelKind::loaded && loaded && loaded->pretrained)
+    mask_name = loaded->pretrained->model.config.family == ModelFamily::bert ? "padding" : "causal";
+  ImGui::TextWrapped("Mask: %s (1 = may attend). Rows are queries, columns are keys.", mask_name);
   const uint64_t generation = playground_.result_generation();
   refresh(mask_, {generation, &r->mask, size_t(batch_), 0}, r->mask, ColorMap::sequential, true);
   bool changed = refresh(unmasked_, {unmasked_version_, &unmasked_cache_, size_t(batch_), head}, unmasked_cache_,

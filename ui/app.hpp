@@ -123,6 +123,8 @@ class App {
   void draw_backend_choice();
   void draw_sizes();
   void draw_loaded_model();
+  void draw_checkpoint(const Pretrained& checkpoint);
+  void draw_next_tokens();
   void draw_model_files();
   void draw_pipeline();
   void set_layer(int layer);
@@ -180,7 +182,13 @@ class App {
   std::string status_;
   std::vector<char> sentence_buffer_;
   uint64_t sentence_generation_ = 0;
-  char model_paths_[3][1024] = {};  // native: weights, config, vocabulary paths
+  char model_paths_[3][1024] = {};  // native: weights (or a checkpoint's folder), config, vocabulary paths
+  // GPT-2's next-token list, recomputed when the result, the item, k or the temperature change.
+  int top_k_ = 10;
+  float temperature_ = 1.0f, next_temperature_ = 0.0f;
+  ViewKey next_key_;
+  std::vector<NextToken> next_tokens_;
+  uint64_t next_tokens_version_ = 0;  // +1 per recomputation
   // The backend selector: "exact" then the platform's names (their c_str()s for the combo).
   std::vector<std::string> backend_names_;
   std::vector<const char*> backend_items_;
@@ -196,7 +204,7 @@ class App {
   // Fonts: the code points in the atlas and how many of the sentences' the font lacks.
   std::set<uint32_t> glyphs_;
   ImVector<ImWchar> glyph_ranges_;
-  uint64_t font_generation_ = 0, font_train_run_ = 0;
+  uint64_t font_generation_ = 0, font_result_ = 0, font_train_run_ = 0, font_next_tokens_ = 0;
   size_t missing_glyphs_ = 0;
   // Labels built once per result.
   std::vector<std::string> dim_labels_, batch_labels_, stage_labels_;

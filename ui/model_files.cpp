@@ -81,8 +81,26 @@ std::string joined_names(const ModelFiles& f) {
 
 }  // namespace
 
+// A checkpoint's files: a folder, or files transformers names (config.json with model_type, vocab.txt,
+// merges.txt).
+bool is_checkpoint(const std::vector<std::string>& paths) {
+  std::error_code ec;
+  if (paths.size() == 1 && std::filesystem::is_directory(paths[0], ec)) return true;
+  for (const auto& p : paths) {
+    const std::string name = file_name(p);
+    if (name == "vocab.txt" || name == "merges.txt" || (name == "config.json" && is_pretrained_config(try_read_json(p))))
+      return true;
+  }
+  return false;
+}
+
 ModelFiles sort_model_files(const std::vector<std::string>& paths) {
   ModelFiles f;
+  if (is_checkpoint(paths)) {
+    std::error_code ec;
+    f.pretrained = std::filesystem::is_directory(paths[0], ec) ? pretrained_files_in(paths[0]) : sort_pretrained_files(paths);
+    return f;
+  }
   for (const auto& p : paths) {
     switch (role_of(p)) {
       case Role::weights: assign(f.weights, p, "weights"); break;
@@ -131,6 +149,16 @@ std::shared_ptr<const LoadedModel> read_model(const ModelFiles& files) {
 }  // namespace
 
 std::shared_ptr<const LoadedModel> load_model(const ModelFiles& files) {
+  if (files.pretrained) {
+    auto out = std::make_shared<LoadedModel>();
+    const PretrainedFiles& f = *files.pretrained;
+    out->pretrained = load_pretrained_files(f);
+    // The files' names: in the browser their folder is a temporary one the user never chose.
+    out->name = out->pretrained->model.config.architecture + ": " + file_name(f.config) + " + " + file_name(f.weights);
+    for (const std::string* p : {&f.vocab, &f.merges})
+      if (!p->empty()) out->name += " + " + file_name(*p);
+    return out;
+  }
   if (files.weights.empty()) throw InputError("no weights file given (.safetensors)");
   try {
     return read_model(files);

@@ -66,6 +66,19 @@ PlaygroundConfig defaults_for(ModelKind kind, const PlaygroundConfig& keep) {
 void attach_model(PlaygroundConfig& c, std::shared_ptr<const LoadedModel> model) {
   c.loaded = std::move(model);
   if (c.model != ModelKind::loaded || !c.loaded) return;
+  if (const auto& p = c.loaded->pretrained) {
+    const PretrainedConfig& t = p->model.config;
+    c.d_model = t.hidden_size;
+    c.max_len = t.max_positions;
+    c.num_heads = t.num_heads;
+    c.num_layers = t.num_layers;
+    c.d_ff = t.intermediate_size;
+    c.num_classes = 0;
+    c.dropout = 0;
+    c.norm_first = t.family == ModelFamily::gpt2;
+    c.train = false;
+    return;
+  }
   const TransformerConfig& t = c.loaded->model.config;
   c.d_model = t.d_model;
   c.max_len = t.max_len;
@@ -466,6 +479,32 @@ void compute_transformer(const PlaygroundConfig& c, const Computed* previous, co
   out.tokens = std::move(batch.tokens);
 }
 
+// A checkpoint on the sentences: its own tokenizer, its own mask (BERT: padding, GPT-2: the future).
+void compute_pretrained(const Pretrained& p, const PlaygroundConfig& c, Computed& out) {
+  PretrainedBatch batch = tokenize_pretrained(p, c.sentences);
+  const PretrainedConfig& t = p.model.config;
+  const size_t B = batch.input.batch, S = batch.input.seq;
+  if (S > t.max_positions)
+    throw InputError("a sentence has " + std::to_string(S) + " tokens, more than the model's " +
+                     std::to_string(t.max_positions) + " positions");
+  if (const double floats = pretrained_trace_floats(t, B, S); floats > max_trace_floats) too_big(floats);
+  out.trace = pretrained_forward(p.model, batch.input);
+  out.mask = Tensor::from_shape({B, S, S});
+  for (size_t b = 0; b < B; ++b)
+    for (size_t q = 0; q < S; ++q)
+      for (size_t k = 0; k < S; ++k)
+        out.mask(b, q, k) = k < batch.input.lengths[b] && (t.family == ModelFamily::bert || k <= q) ? 1.0f : 0.0f;
+  out.num_layers = t.num_layers;
+  out.layer_names = layer_names_of(t.family);
+  out.pe_table = p.model.position_embeddings;
+  out.pe_learned = true;
+  out.parameter_count = parameter_count(p.model);
+  out.header = {{"family", family_name(t.family)}, {"architecture", t.architecture},
+                {"parameter_count", out.parameter_count}, {"ignored", p.model.ignored}, {"tokens", batch.tokens}};
+  out.tokens = std::move(batch.tokens);
+  out.pretrained_input = std::move(batch.input);
+}
+
 // [B, H, S, d] → [B·H, S, d] (the same values, a new shape).
 Tensor fold_heads(const Tensor& t) {
   const auto& s = t.shape();
@@ -491,13 +530,18 @@ std::unique_ptr<Computed> compute(const PlaygroundConfig& c, const Computed* pre
   auto out = std::make_unique<Computed>();
   if (c.sentences.empty()) throw InputError("enter at least one sentence");
   if (c.model == ModelKind::loaded && !c.loaded)
-    throw InputError("no model loaded: open its weights (.safetensors), config and vocabulary (.json) files "
+    throw InputError("no model loaded: open its weights (.safetensors), config and vocabulary (.json) files, or a "
+                     "BERT / GPT-2 checkpoint's config.json, model.safetensors and tokenizer files "
                      "(a link cannot carry them)");
   if (c.model == ModelKind::tutorial) {
     compute_tutorial(c, previous, *out);
     if (path.backend)
       out->path_note = "exact path: the first tutorial always runs it (the " + path.backend->name() +
                        " backend computes the Transformer)";
+  } else if (c.model == ModelKind::loaded && c.loaded->pretrained) {
+    compute_pretrained(*c.loaded->pretrained, c, *out);
+    if (path.backend)
+      out->path_note = "exact path: the " + path.backend->name() + " backend computes the tutorial's classifier";
   } else {
     compute_transformer(c, previous, path, *out);
   }
@@ -505,9 +549,15 @@ std::unique_ptr<Computed> compute(const PlaygroundConfig& c, const Computed* pre
   return out;
 }
 
+LayerNames layer_names_of(ModelFamily family) {
+  if (family == ModelFamily::bert)
+    return {"encoder.layer.", "attention.self.query", "attention.self.key", "attention.self.attention_probs"};
+  return {"h.", "attn.query", "attn.key", "attn.attn_weights"};
+}
+
 std::string weights_stage_name(const Computed& r, size_t layer) {
   if (r.num_layers == 0) return "attention_weights";
-  return "layers." + std::to_string(layer) + ".self_attn.attention_weights";
+  return r.layer_names.prefix + std::to_string(layer) + "." + r.layer_names.weights;
 }
 
 Tensor unmasked_weights(const Computed& r, size_t layer) {
@@ -515,13 +565,12 @@ Tensor unmasked_weights(const Computed& r, size_t layer) {
     return scaled_dot_product_attention(r.trace.at("query"), r.trace.at("key"), r.trace.at("value")).attention_weights;
   if (layer >= r.num_layers)
     throw InputError("layer " + std::to_string(layer) + " does not exist (" + std::to_string(r.num_layers) + " layers)");
-  const std::string p = "layers." + std::to_string(layer) + ".self_attn.";
-  const Tensor& q = r.trace.at(p + "query");
+  const std::string p = r.layer_names.prefix + std::to_string(layer) + ".";
+  const Tensor& q = r.trace.at(p + r.layer_names.query);
+  const Tensor k = fold_heads(r.trace.at(p + r.layer_names.key));
   AttentionOptions options;  // no mask, no dropout; the layer's own scaling order
   options.scale_query_first = r.scale_query_first;
-  Tensor w = scaled_dot_product_attention(fold_heads(q), fold_heads(r.trace.at(p + "key")),
-                                          fold_heads(r.trace.at(p + "value")), options)
-                 .attention_weights;
+  Tensor w = scaled_dot_product_attention(fold_heads(q), k, k, options).attention_weights;  // V does not matter
   const auto& s = q.shape();
   Tensor shaped = Tensor::from_shape({s[0], s[1], s[2], s[2]});
   std::copy(w.begin(), w.end(), shaped.begin());
@@ -631,12 +680,19 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 }  // namespace
 
 bool is_attention_matrix(const std::string& n) {
-  return n == "mask" || ends_with(n, "scores") || ends_with(n, "attention_weights");
+  return n == "mask" || ends_with(n, "scores") || ends_with(n, "attention_weights") || ends_with(n, "attention_probs") ||
+         ends_with(n, "attn_weights");
 }
 
 int stage_layer(const std::string& n) {
-  if (n.rfind("layers.", 0) != 0) return -1;
-  return std::atoi(n.c_str() + 7);
+  const auto layer = layer_of_stage(n);
+  return layer ? int(layer->index) : -1;
+}
+
+std::string stage_in_layer(const std::string& n, size_t layer) {
+  const auto l = layer_of_stage(n);
+  if (!l) return n;
+  return n.substr(0, l->number_at) + std::to_string(layer) + (l->rest.empty() ? "" : "." + std::string(l->rest));
 }
 
 const char* stage_formula(const std::string& n) {
@@ -645,6 +701,36 @@ const char* stage_formula(const std::string& n) {
     const char* formula;
   };
   static const Rule rules[] = {
+      // BERT and GPT-2 checkpoints (docs/pretrained.md), before the tutorials' shorter suffixes
+      {"input_ids", "the model's tokenizer: WordPiece (BERT) or byte-level BPE (GPT-2)"},
+      {"attention_mask", "1 = token, 0 = padding"},
+      {"embeddings.word_embeddings", "word_embeddings[ids]"},
+      {"embeddings.position_embeddings", "position_embeddings[0:S]   (learned)"},
+      {"embeddings.token_type_embeddings", "token_type_embeddings[segment]"},
+      {"attention.self.attention_scores", "Q K^T / sqrt(d) + (1 - mask) * finfo.min"},
+      {"attention_probs", "softmax(scores, dim=-1)   rows = queries, cols = keys"},
+      {"attention.self.context", "probs V, heads merged"},
+      {"attention.output.dense", "context W_O^T + b"},
+      {"attention.output", "LayerNorm(dense + x)"},
+      {"intermediate", "act(x W_1^T + b)"},
+      {"output.dense", "intermediate W_2^T + b"},
+      {"last_hidden_state", "the last layer's output"},
+      {"pooler_output", "tanh([CLS] W^T + b)"},
+      {"wte", "wte[ids]"},
+      {"wpe", "wpe[0:S]   (learned)"},
+      {"ln_1", "LayerNorm(x)"},
+      {"attn.scores", "Q K^T / sqrt(d), the future = finfo.min"},
+      {"attn_weights", "softmax(scores, dim=-1)   rows = queries, cols = keys"},
+      {"attn.merged", "weights V, heads merged"},
+      {"attn.c_proj", "merged W + b   (Conv1D)"},
+      {"residual", "x + attention"},
+      {"ln_2", "LayerNorm(residual)"},
+      {"mlp.c_fc", "x W_fc + b   (Conv1D)"},
+      {"mlp.act", "gelu_new(c_fc)   (tanh approximation)"},
+      {"mlp.c_proj", "act W_proj + b; the block's output = residual + this"},
+      {"ln_f", "final LayerNorm"},
+      {"next_token_probs", "softmax(logits at the last token)"},
+      {"embeddings", "word + position (+ token type, then LayerNorm: BERT)"},
       {"token_ids", "vocab[word]   ([PAD] = 0)"},
       {"positional_encoding", "PE[pos, 2i] = sin(pos / 10000^(2i/d)),  PE[pos, 2i+1] = cos(...)"},
       {"embedding", "Embedding(ids) * sqrt(d_model)"},
@@ -670,7 +756,7 @@ const char* stage_formula(const std::string& n) {
       {".output", "the layer's output"},
       {"encoder_output", "final LayerNorm"},
       {"pooled", "mean over positions"},
-      {"logits", "fc(pooled)"},
+      {"logits", "fc(pooled); GPT-2: ln_f wte^T"},
   };
   for (const Rule& r : rules)
     if (ends_with(n, r.suffix)) return r.formula;

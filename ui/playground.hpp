@@ -12,6 +12,7 @@
 
 #include "core/backend.hpp"
 #include "core/json.hpp"
+#include "core/pretrained.hpp"
 #include "core/tokenizer.hpp"
 #include "core/trace.hpp"
 #include "core/transformer.hpp"
@@ -73,6 +74,13 @@ Json settings_json(const PlaygroundConfig& config);  // the same keys, all of th
 std::string sentences_text(const std::vector<std::string>& sentences);
 std::vector<std::string> parse_sentences_text(const std::string& text);
 
+// How a model names its layers' stages: "{prefix}{i}.{query|key|weights}".
+struct LayerNames {
+  std::string prefix = "layers.", query = "self_attn.query", key = "self_attn.key",
+              weights = "self_attn.attention_weights";
+};
+LayerNames layer_names_of(ModelFamily family);  // a checkpoint's: encoder.layer.{i}.… or h.{i}.…
+
 // What one configuration computes.
 struct Computed {
   Vocab vocab;
@@ -81,6 +89,9 @@ struct Computed {
   Tensor pe_table;                               // the whole positional table [max_len, d_model]
   Tensor mask;                                   // the attention mask [B, S, S], 1 = may attend
   size_t num_layers = 0;                         // encoder layers (0: the first tutorial's single attention)
+  LayerNames layer_names;                        // the layers' stage names
+  bool pe_learned = false;                       // pe_table is a checkpoint's learned position embeddings
+  PretrainedInput pretrained_input;              // a checkpoint's input (ids, lengths): next-token lists
   bool scale_query_first = false;                // nn.TransformerEncoderLayer style (a loaded model)
   // The Transformer's model; a seeded one is reused by the next computation when its seed and sizes
   // are the same (a new mask, train mode or sentences with as many distinct words), with the
@@ -187,8 +198,11 @@ Slice slice_2d(const Tensor& t, const std::vector<size_t>& index);
 // in scores/weights or is `mask`.
 bool is_attention_matrix(const std::string& stage_name);
 const char* stage_formula(const std::string& stage_name);  // e.g. "softmax(masked, dim=-1)"; "" if none
-// "layers.1.self_attn.scores" → 1; -1 for a stage outside the layers.
+// "layers.1.self_attn.scores" → 1 (also "encoder.layer.1.…", "h.1.…", "h.1"); -1 for a stage outside
+// the layers.
 int stage_layer(const std::string& stage_name);
+// The same stage of another layer ("layers.1.norm1", 2 → "layers.2.norm1"); others unchanged.
+std::string stage_in_layer(const std::string& stage_name, size_t layer);
 
 // --- colour maps ---
 using Rgba = std::array<uint8_t, 4>;

@@ -58,6 +58,12 @@
       FS.rmdir(dir);
     }
   }
+  // Of a checkpoint folder's files: true for those the model is read from, false for a pickle (named only),
+  // null for the rest.
+  function checkpointFile(name) {
+    if (/^(config\.json|vocab\.txt|vocab\.json|merges\.txt|tokenizer_config\.json)$|\.safetensors$/.test(name)) return true;
+    return /\.(bin|pt|pth)$/.test(name) ? false : null;
+  }
   function toBytes(value, role) {
     if (value instanceof Uint8Array) return value;
     if (value instanceof ArrayBuffer) return new Uint8Array(value);
@@ -171,9 +177,16 @@
     // Every record of the run so far.
     trainingLog() { return JSON.parse(call('attnlab_training_log', 'string', [], [])); },
     // loadModel({weights, config, vocab}): the files of `attn encode --weights/--config/--vocab`, each an
-    // ArrayBuffer or typed array, a JSON string or a plain object; weights required. Switches to the
+    // ArrayBuffer or typed array, a JSON string or a plain object; weights required. Or an array of
+    // {name, bytes}: files sorted by name and content, as the Model files… picker does (a BERT / GPT-2
+    // checkpoint: config.json, model.safetensors, vocab.txt or vocab.json + merges.txt). Switches to the
     // model (settings.model 'loaded'); throws with the reason a file is refused; returns stats().
     loadModel(files) {
+      if (Array.isArray(files)) {
+        const error = loadFiles(files.map((f, i) => ({ name: String((f && f.name) || 'file' + i), bytes: toBytes(f && f.bytes, 'file ' + i) })));
+        if (error) throw new Error(error);
+        return this.stats();
+      }
       const ext = { weights: '.safetensors', config: '.json', vocab: '.json' };
       const entries = {};
       // No destructuring here: Debian's Emscripten minifier (acorn-optimizer) drops `for (const [a, b] of …)`.
@@ -199,15 +212,22 @@
         call('attnlab_set_sentences', null, ['string'], [f.value]);
       });
     }
-    const picker = document.getElementById('model-files');
-    if (picker) picker.addEventListener('change', async () => {
-      const chosen = await Promise.all([...picker.files].map(async (f) => ({ name: f.name, bytes: new Uint8Array(await f.arrayBuffer()) })));
-      picker.value = '';  // choosing the same files again fires 'change' again
-      if (!chosen.length) return;
-      const error = loadFiles(chosen);
-      const note = document.getElementById('model-note');
-      if (note) note.textContent = note.title = error ? 'not loaded: ' + error : 'loaded ' + chosen.map((f) => f.name).join(', ');
-    });
+    for (const id of ['model-files', 'model-folder']) {
+      const picker = document.getElementById(id);
+      if (picker) picker.addEventListener('change', async () => {
+        // A folder holds more than the model needs (another format's weights, a README): only the files
+        // a checkpoint is read from are read, and a pickle only by name, for the message saying to convert it.
+        const files = id === 'model-files' ? [...picker.files] : [...picker.files].filter((f) => checkpointFile(f.name) !== null);
+        const chosen = await Promise.all(files.map(async (f) => ({
+          name: f.name, bytes: id === 'model-folder' && !checkpointFile(f.name) ? new Uint8Array(0) : new Uint8Array(await f.arrayBuffer()),
+        })));
+        picker.value = '';  // choosing the same files again fires 'change' again
+        if (!chosen.length) return;
+        const error = loadFiles(chosen);
+        const note = document.getElementById('model-note');
+        if (note) note.textContent = note.title = error ? 'not loaded: ' + error : 'loaded ' + chosen.map((f) => f.name).join(', ');
+      });
+    }
     const dataPicker = document.getElementById('train-data');
     if (dataPicker) dataPicker.addEventListener('change', async () => {
       const f = dataPicker.files[0];

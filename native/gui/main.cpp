@@ -1,10 +1,11 @@
 // attn-gui: the playground's UI (ui/) in a GLFW window with ImGui's OpenGL 3 backend.
 //   attn-gui [--hash "s=…&seed=1"] [--stage NAME] [--tab stage|masks|positional_encoding|train]
-//            [--weights W.safetensors [--config C.json] [--vocab V.json]] [--screenshot out.png --frames N]
+//            [--weights W.safetensors [--config C.json] [--vocab V.json] | --model-dir DIR]
+//            [--screenshot out.png --frames N]
 //            [--backend exact|cpu|gl|cuda|auto] [--size WxH] [--trace FILE.json] [--train-steps N]
 //            [--view JSON]
-// --weights/--config/--vocab load a model as `attn encode` does (the UI's "Open model files" fields do
-// the same later). --screenshot renders N frames, writes the last one (glReadPixels) as PNG and exits:
+// --weights/--config/--vocab load a model as `attn encode` does, --model-dir a BERT or GPT-2
+// checkpoint's folder (the UI's "Open model files" fields do the same later). --screenshot renders N frames, writes the last one (glReadPixels) as PNG and exits:
 // for headless checks under Xvfb; it also reports the heap allocations of the last frame's UI, and with
 // --check-idle fails (exit 1) if that frame allocated or computed (an idle frame must do neither; give
 // ImGui 3 frames to settle first: --frames 4 or more); --trace then also writes the trace document of
@@ -75,7 +76,7 @@ void write_file(const std::string& path, const void* data, size_t size) {
 int usage(const char* problem) {
   std::fprintf(stderr,
                "%s\nusage: attn-gui [--hash SETTINGS] [--stage NAME] [--tab TAB] [--weights W.safetensors [--config C.json] "
-               "[--vocab V.json]] [--backend exact|cpu|gl|cuda|auto] [--size WxH] "
+               "[--vocab V.json] | --model-dir DIR] [--backend exact|cpu|gl|cuda|auto] [--size WxH] "
                "[--screenshot FILE.png --frames N [--check-idle] [--trace FILE.json]] [--train-steps N] [--view JSON]\n",
                problem);
   return 2;
@@ -84,7 +85,7 @@ int usage(const char* problem) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string hash, stage, screenshot, trace, tab, view, backend = "exact";
+  std::string hash, stage, screenshot, trace, tab, view, model_dir, backend = "exact";
   bool check_idle = false;
   attn::ui::ModelFiles model_files;
   int frames = 3, width = 1280, height = 800, train_steps = 0;
@@ -102,6 +103,7 @@ int main(int argc, char** argv) {
     else if (arg == "--weights") model_files.weights = value();
     else if (arg == "--config") model_files.config = value();
     else if (arg == "--vocab") model_files.vocab = value();
+    else if (arg == "--model-dir") model_dir = value();
     else if (arg == "--frames") frames = std::max(1, std::atoi(value().c_str()));
     else if (arg == "--train-steps") train_steps = std::max(0, std::atoi(value().c_str()));
     else if (arg == "--size") {
@@ -120,6 +122,14 @@ int main(int argc, char** argv) {
   }
   if (model_files.weights.empty() && !(model_files.config.empty() && model_files.vocab.empty()))
     return usage("--config and --vocab need --weights");
+  if (!model_dir.empty()) {
+    if (!model_files.weights.empty()) return usage("--model-dir replaces --weights, --config and --vocab");
+    try {
+      model_files = attn::ui::sort_model_files({model_dir});
+    } catch (const attn::InputError& e) {
+      return usage(e.what());
+    }
+  }
 
   if (!glfwInit()) {
     std::fprintf(stderr, "attn-gui: cannot initialise GLFW (no display?)\n");
@@ -161,7 +171,7 @@ int main(int argc, char** argv) {
       }
     }
     app.select_tab(first_tab);
-    if (!model_files.weights.empty()) {
+    if (!model_files.weights.empty() || model_files.pretrained) {
       const std::string error = app.load_model_files(model_files);
       if (!error.empty()) std::fprintf(stderr, "attn-gui: could not load the model: %s\n", error.c_str());
       if (!error.empty() && !screenshot.empty()) status = 2;

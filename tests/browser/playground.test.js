@@ -495,6 +495,29 @@ function closeToFixture(trace, fx) {
     check(viaApi === 'weights.safetensors + config.json + vocab.json', 'attnlab.loadModel loads: ' + viaApi);
     await checkIdle(page, 'loaded model');
 
+    // 7b. BERT and GPT-2 checkpoints through the file input (tests/fixtures/pretrained): their own
+    // tokenizers and stages, as PyTorch computes them; a pickle is refused with the way to convert it.
+    const cases = JSON.parse(fs.readFileSync(path.join(fixtures, 'pretrained', 'pretrained_stages.json'), 'utf8'));
+    for (const [name, architecture] of [['bert_tiny', 'BertModel'], ['gpt2_tiny', 'GPT2LMHeadModel']]) {
+      const folder = path.join(fixtures, 'pretrained', name);
+      await page.setInputFiles('#model-files', fs.readdirSync(folder).map((f) => path.join(folder, f)));
+      await page.waitForFunction((a) => (attnlab.state().loaded_model || '').startsWith(a + ':'), architecture, { timeout: 10000 });
+      const fx = cases.find((c) => c.case === name);
+      const sentences = fx.text.map((t) => (Array.isArray(t) ? t.join('\t') : t));
+      const got = await page.evaluate((s) => { attnlab.set({ sentences: s }); return { state: attnlab.state(), trace: attnlab.trace() }; },
+                                      sentences);
+      const near = closeToFixture(got.trace, fx);
+      check(got.state.error === '' && near.problems.length === 0 && got.trace.stages.length === fx.stages.length,
+            `${name} from the file input equals PyTorch (${got.trace.stages.length} stages, max |diff| ` +
+            `${near.worst.toExponential(2)}) ${got.state.error} ${near.problems.slice(0, 3).join('; ')}`);
+    }
+    const pickle = await page.evaluate(() => {
+      try { attnlab.loadModel([{ name: 'config.json', bytes: '{"model_type": "bert"}' }, { name: 'pytorch_model.bin', bytes: new Uint8Array(8) }]); return ''; }
+      catch (e) { return e.message; }
+    });
+    check(/convert it to model\.safetensors/.test(pickle), 'a pytorch_model.bin is refused with a message: ' + pickle);
+    await checkIdle(page, 'checkpoint');
+
     // 8. Errors are messages, not crashes.
     const err = await page.evaluate(() => { attnlab.set({ model: 'tutorial', d_model: 7 }); return attnlab.state().error; });
     check(/even/.test(err), 'odd d_model shows an error: ' + err);

@@ -14,10 +14,12 @@ namespace fs = std::filesystem;
 int main(int argc, char** argv) {
   std::vector<fs::path> inputs;
   for (int i = 1; i < argc; ++i) {
-    if (fs::is_directory(argv[i]))
-      for (const auto& entry : fs::directory_iterator(argv[i])) inputs.push_back(entry.path());
-    else
+    if (!fs::is_directory(argv[i])) {
       inputs.emplace_back(argv[i]);
+      continue;
+    }
+    for (const auto& entry : fs::recursive_directory_iterator(argv[i]))  // seed folders hold folders too
+      if (entry.is_regular_file()) inputs.push_back(entry.path());
   }
   std::sort(inputs.begin(), inputs.end());
   for (const fs::path& path : inputs) {

@@ -1,0 +1,110 @@
+// The playground on Hugging Face checkpoints (tests/fixtures/pretrained): a folder or its files picked
+// one by one become a loaded model, computed with its own tokenizer and mask as PyTorch computes it;
+// its layers' stages are named the model's way, and GPT-2 lists its next tokens.
+#include "core/error.hpp"
+#include "tests/fixtures.hpp"
+#include "ui/model_files.hpp"
+#include "ui/playground.hpp"
+
+using namespace attn;
+using namespace attn::ui;
+
+namespace {
+
+const std::string dir = std::string(ATTN_FIXTURES_DIR) + "/pretrained/";
+
+const nlohmann::json& fixture_case(const std::string& name) {
+  for (const auto& c : test::cached_fixture("pretrained/pretrained_stages.json"))
+    if (c.at("case") == name) return c;
+  throw std::runtime_error("no case " + name);
+}
+
+PlaygroundConfig loaded_config(const ModelFiles& files, std::vector<std::string> sentences) {
+  PlaygroundConfig c;
+  c.model = ModelKind::loaded;
+  c.sentences = std::move(sentences);
+  attach_model(c, load_model(files));
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("ui runs a BERT folder with its tokenizer as PyTorch computes it", "[ui]") {
+  const auto& f = fixture_case("bert_tiny");
+  std::vector<std::string> sentences;  // the case's sentence pairs, the second segment after a tab
+  for (const auto& pair : f.at("text")) sentences.push_back(pair[0].get<std::string>() + "\t" + pair[1].get<std::string>());
+  const PlaygroundConfig c = loaded_config(sort_model_files({dir + "bert_tiny"}), sentences);
+  CHECK(c.num_layers == 2);
+  CHECK(c.num_heads == 4);
+  CHECK(c.d_model == 32);
+  Playground p(c);
+  p.update();
+  REQUIRE(p.error().empty());
+  const Computed& r = *p.result();
+  CHECK(r.tokens[0].front() == "[CLS]");
+  CHECK(r.tokens[1].back() == "[PAD]");
+  for (const auto& stage : f.at("stages")) {
+    INFO(stage.at("name"));
+    CHECK(test::compare(r.trace.at(stage.at("name").get<std::string>()), stage, 1e-5, 1e-5).failures == 0);
+  }
+  CHECK(weights_stage_name(r, 1) == "encoder.layer.1.attention.self.attention_probs");
+  CHECK(r.pe_learned);
+  // The padding mask: every query may attend to the real tokens only.
+  const size_t real = f.at("attention_mask")[1].size() - 4;
+  CHECK(r.mask(1, 0, real - 1) == 1.0f);
+  CHECK(r.mask(1, 0, real) == 0.0f);
+  // Without the mask the padded keys get weight again.
+  const Tensor unmasked = unmasked_weights(r, 0);
+  CHECK(unmasked(1, 0, 0, real) > 0.0f);
+  CHECK(r.trace.at("encoder.layer.0.attention.self.attention_probs")(1, 0, 0, real) == 0.0f);
+}
+
+TEST_CASE("ui picks a GPT-2 checkpoint's files by name and lists next tokens", "[ui]") {
+  const std::string g = dir + "gpt2_tiny/";
+  const ModelFiles files = sort_model_files({g + "merges.txt", g + "model.safetensors", g + "vocab.json",
+                                             g + "config.json", g + "tokenizer_config.json"});
+  REQUIRE(files.pretrained);
+  const PlaygroundConfig c = loaded_config(files, {"the dog sat", "the dog"});
+  CHECK(c.norm_first);
+  Playground p(c);
+  p.update();
+  REQUIRE(p.error().empty());
+  const Computed& r = *p.result();
+  CHECK(r.mask(0, 1, 2) == 0.0f);  // causal
+  CHECK(r.mask(0, 2, 1) == 1.0f);
+  CHECK(r.tokens[1].back() == "<|endoftext|>");  // padding of the shorter sentence
+  const auto next = next_tokens(*c.loaded->pretrained, r.trace, r.pretrained_input, 1, 5, 1.0);
+  REQUIRE(next.size() == 5);
+  CHECK(next[0].probability >= next[4].probability);
+  // At T = 1 the list is next_token_probs (float32) to double precision's rounding of it.
+  const Tensor& probs = r.trace.at("next_token_probs");
+  CHECK(std::abs(next[0].probability - probs(1, size_t(next[0].id))) < 1e-6);
+  // A cooler temperature sharpens the distribution.
+  CHECK(next_tokens(*c.loaded->pretrained, r.trace, r.pretrained_input, 1, 1, 0.25)[0].probability > next[0].probability);
+}
+
+TEST_CASE("ui names and moves between the layers of every model", "[ui]") {
+  CHECK(stage_layer("encoder.layer.3.attention.self.query") == 3);
+  CHECK(stage_layer("h.11.attn.attn_weights") == 11);
+  CHECK(stage_layer("h.2") == 2);
+  CHECK(stage_layer("layers.1.norm1") == 1);
+  CHECK(stage_layer("embeddings") == -1);
+  CHECK(stage_layer("hidden") == -1);
+  CHECK(stage_in_layer("h.2", 5) == "h.5");
+  CHECK(stage_in_layer("encoder.layer.0.output.dense", 1) == "encoder.layer.1.output.dense");
+  CHECK(stage_in_layer("layers.10.self_attn.scores", 2) == "layers.2.self_attn.scores");
+  CHECK(stage_in_layer("logits", 2) == "logits");
+  CHECK(is_attention_matrix("encoder.layer.0.attention.self.attention_probs"));
+  CHECK(is_attention_matrix("h.0.attn.scores"));
+  CHECK(std::string(stage_formula("h.0.mlp.act")).find("gelu_new") != std::string::npos);
+}
+
+TEST_CASE("ui refuses a checkpoint's bad files with a message naming them", "[ui]") {
+  const std::string data = std::string(ATTN_FIXTURES_DIR) + "/../data/";
+  CHECK_THROWS_WITH(sort_model_files({data + "pickle_only"}), Catch::Contains("convert it to model.safetensors"));
+  CHECK_THROWS_WITH(load_model(sort_model_files({data + "unknown_family"})), Catch::Contains("'t5' is not supported"));
+  const std::string b = dir + "bert_tiny/";
+  CHECK_THROWS_WITH(load_model(sort_model_files({b + "config.json", b + "model.safetensors"})),
+                    Catch::Contains("a bert model needs its vocab.txt"));
+  CHECK_THROWS_WITH(sort_model_files({b + "config.json", b + "vocab.txt"}), Catch::Contains("no weights"));
+}

@@ -1,0 +1,42 @@
+// The checkpoint tokenizers as a filter for tests/tokenizers/check.mjs: one JSON string per input line,
+// one JSON array of token ids per output line (or {"error": message}).
+//   attn_tokenize bpe VOCAB.json MERGES.txt | attn_tokenize wordpiece VOCAB.txt [TOKENIZER_CONFIG.json]
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/json.hpp"
+#include "core/tokenizer_bpe.hpp"
+#include "core/tokenizer_wordpiece.hpp"
+
+int main(int argc, char** argv) {
+  const std::string kind = argc > 1 ? argv[1] : "";
+  if (argc < 4 && !(kind == "wordpiece" && argc == 3)) {
+    std::cerr << "usage: attn_tokenize bpe VOCAB MERGES | wordpiece VOCAB [CONFIG]\n";
+    return 2;
+  }
+  std::optional<attn::BytePairTokenizer> bpe;
+  std::optional<attn::WordPieceTokenizer> wordpiece;
+  try {
+    if (kind == "bpe") bpe = attn::BytePairTokenizer::from_files(argv[2], argv[3]);
+    else {
+      const std::string config = argc > 3 ? argv[3] : "";
+      wordpiece = attn::WordPieceTokenizer::from_files(argv[2], argc > 3 ? &config : nullptr);
+    }
+  } catch (const attn::InputError& e) {
+    std::cerr << "attn_tokenize: " << e.what() << "\n";
+    return 2;
+  }
+  for (std::string line; std::getline(std::cin, line);) {
+    attn::Json out;
+    try {
+      const std::string text = attn::Json::parse(line).get<std::string>();
+      out = bpe ? bpe->encode(text).ids : wordpiece->encode(text).ids;
+    } catch (const attn::InputError& e) {
+      out = {{"error", e.what()}};
+    }
+    std::cout << out.dump() << "\n";
+  }
+  return 0;
+}
