@@ -9,12 +9,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 deps="$root/.deps"
 . "$root/scripts/debian-archive.sh"
 
-packages=(cmake g++ make clang-14 libclang-rt-14-dev python3-torch python3-numpy python3-threadpoolctl emscripten nodejs npm catch2
+packages=(cmake g++ make clang-14 libclang-rt-14-dev python3-torch python3-numpy python3-threadpoolctl emscripten nodejs catch2
           nlohmann-json3-dev libcli11-dev dpkg-dev ca-certificates)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+command -v npm > /dev/null || missing+=(npm)  # Debian's npm, unless the machine's Node.js brings its own
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]}"
   apt-get update -qq
