@@ -93,6 +93,8 @@ attn_cli_case(encode_pretrained_family 2 "model family 't5' is not supported"
 attn_cli_case(encode_pretrained_no_vocab 2 "a gpt2 model needs its merges.txt"
               encode --config "${pre}/gpt2_tiny/config.json" --weights "${pre}/gpt2_tiny/model.safetensors"
               --vocab "${pre}/gpt2_tiny/vocab.json")
+add_test(NAME cli.encode_pretrained_npy
+         COMMAND sh -c "out=$(mktemp -d) && '$<TARGET_FILE:attn>' encode --model-dir '${pre}/gpt2_tiny' --sentence 'the dog' --save-npy \"$out\" > /dev/null && test -s \"$out/h.1.attn.attn_weights.npy\" && test -s \"$out/next_token_probs.npy\"; status=$?; rm -rf \"$out\"; exit $status")
 attn_cli_case(encode_merges_alone 2 "--merges belongs to a GPT-2 checkpoint" ${enc} --merges x.txt)
 
 # Weights cross between attn and PyTorch in both directions, with the same logits.
