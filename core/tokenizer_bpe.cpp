@@ -1,12 +1,15 @@
 #include "core/tokenizer_bpe.hpp"
 
 #include <array>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
+#include <functional>
+#include <queue>
+
+#include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
-#include "core/json.hpp"
 #include "core/utf8.hpp"
 
 namespace attn {
@@ -63,18 +66,17 @@ size_t match_at(const std::u32string& s, size_t at) {
   return spaces - 1;
 }
 
-Json read_json_file(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot read " + std::string(what) + " '" + path + "'");
-  try {
-    return Json::parse(in);
-  } catch (const Json::exception& e) {
-    throw InputError(std::string(what) + " '" + path + "' is not valid JSON: " + e.what());
-  }
-}
-
+// nlohmann's std::map JSON, not attn::Json: the ordered map's inserts are linear, and GPT-2's
+// vocabulary has 50,257 keys.
 std::vector<std::string> read_vocab(const std::string& path) {
-  const Json j = read_json_file(path, "vocabulary");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError("cannot read vocabulary '" + path + "'");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError("vocabulary '" + path + "' is not valid JSON: " + std::string(e.what()));
+  }
   if (!j.is_object() || j.empty()) throw InputError("vocabulary '" + path + "' must be a JSON object {token: id}");
   std::vector<std::string> tokens(j.size());
   std::vector<bool> seen(j.size(), false);
@@ -119,6 +121,7 @@ BytePairTokenizer::BytePairTokenizer(std::vector<std::string> tokens,
   }
   for (size_t rank = 0; rank < merges.size(); ++rank)
     ranks_.emplace(merges[rank].first + " " + merges[rank].second, rank);  // a repeated pair keeps its first rank
+  merges_ = std::move(merges);
 }
 
 BytePairTokenizer BytePairTokenizer::from_files(const std::string& vocab_json, const std::string& merges_txt) {
@@ -132,30 +135,43 @@ const std::string& BytePairTokenizer::token(int64_t id) const {
   return tokens_[size_t(id)];
 }
 
-// encoder.py's bpe(): merge the lowest-ranked adjacent pair everywhere, until no pair has a rank.
+// encoder.py's bpe(): merge the lowest-ranked adjacent pair everywhere (left to right), until no pair
+// has a rank. Done with a heap of pairs by (rank, position), one rank's occurrences per round, so a
+// long word costs O(n log n) instead of the reference's O(n²) (a pasted 100,000-letter word would hang).
 std::vector<std::string> BytePairTokenizer::merge(const std::string& piece) const {
+  const size_t n = piece.size();
   std::vector<std::string> word;
   for (unsigned char b : piece) word.push_back(byte_symbols()[b]);
-  while (word.size() > 1) {
-    size_t best = SIZE_MAX;
-    std::string first, second;
-    for (size_t i = 0; i + 1 < word.size(); ++i) {
-      const auto it = ranks_.find(word[i] + " " + word[i + 1]);
-      if (it != ranks_.end() && it->second < best) best = it->second, first = word[i], second = word[i + 1];
+  std::vector<size_t> next(n), prev(n);
+  std::vector<bool> alive(n, true);
+  for (size_t i = 0; i < n; ++i) next[i] = i + 1, prev[i] = i == 0 ? SIZE_MAX : i - 1;
+  using Entry = std::pair<size_t, size_t>;  // (rank, left position)
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
+  auto push = [&](size_t left) {
+    if (left == SIZE_MAX || next[left] >= n) return;
+    const auto it = ranks_.find(word[left] + " " + word[next[left]]);
+    if (it != ranks_.end()) heap.emplace(it->second, left);
+  };
+  for (size_t i = 0; i + 1 < n; ++i) push(i);
+  while (!heap.empty()) {
+    const size_t rank = heap.top().first;
+    std::vector<size_t> lefts;  // ascending: the heap orders by position within a rank
+    for (; !heap.empty() && heap.top().first == rank; heap.pop()) lefts.push_back(heap.top().second);
+    const auto& [first, second] = merges_[rank];
+    for (size_t left : lefts) {
+      const size_t right = next[left];
+      if (!alive[left] || right >= n || word[left] != first || word[right] != second) continue;  // stale
+      word[left] += word[right];
+      alive[right] = false;
+      next[left] = next[right];
+      if (next[left] < n) prev[next[left]] = left;
+      push(prev[left]);
+      push(left);
     }
-    if (best == SIZE_MAX) break;
-    std::vector<std::string> merged;
-    for (size_t i = 0; i < word.size(); ++i) {
-      if (i + 1 < word.size() && word[i] == first && word[i + 1] == second) {
-        merged.push_back(first + second);
-        ++i;
-      } else {
-        merged.push_back(word[i]);
-      }
-    }
-    word = std::move(merged);
   }
-  return word;
+  std::vector<std::string> out;
+  for (size_t i = 0; i < n; i = next[i]) out.push_back(std::move(word[i]));
+  return out;
 }
 
 // Special tokens (<|endoftext|>) are cut out first, as GPT2Tokenizer does with its added tokens.

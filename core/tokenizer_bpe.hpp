@@ -31,6 +31,7 @@ class BytePairTokenizer {
   std::vector<std::string> tokens_;
   std::unordered_map<std::string, int64_t> ids_;
   std::unordered_map<std::string, size_t> ranks_;  // "a b" → rank
+  std::vector<std::pair<std::string, std::string>> merges_;  // by rank
   std::vector<std::string> specials_;              // "<|endoftext|>" and its kind: kept whole
 };
 

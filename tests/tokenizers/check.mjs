@@ -58,6 +58,8 @@ const kinds = Object.keys(pools).filter((k) => k !== 'space');
 const random = mulberry32(20261202);
 const pick = (list) => list[Math.floor(random() * list.length)];
 const sentences = [...fixed];
+// A pasted run of letters without a space: one piece for BPE, thousands of merges.
+sentences.push(Array.from({ length: 6000 }, () => pick('abcdefghijklmnopqrstuvwxyz'.split(''))).join(''));
 while (sentences.length < 400) {
   const n = 1 + Math.floor(random() * 12);
   let s = '';
