@@ -241,7 +241,7 @@ Trace compute(const Pretrained& model, const std::vector<Item>& items) {
     if (item.ids.size() != in.seq) throw std::logic_error("batch::compute: items of different lengths");
     in.ids.insert(in.ids.end(), item.ids.begin(), item.ids.end());
     if (types && item.type_ids.empty()) in.type_ids.insert(in.type_ids.end(), in.seq, 0);
-    if (types) in.type_ids.insert(in.type_ids.end(), item.type_ids.begin(), item.type_ids.end());
+    else if (types) in.type_ids.insert(in.type_ids.end(), item.type_ids.begin(), item.type_ids.end());
     in.lengths.push_back(in.seq);
   }
   return pretrained_forward(model.model, in);
@@ -474,15 +474,7 @@ Json model_identity(const TransformerModel& model) {
 Json model_identity(const Pretrained& p) {
   const PretrainedModel& m = p.model;
   Fnv1a h;
-  auto add = [&](const Tensor& t) { h.update(t.data(), t.size() * sizeof(float)); };
-  for (const Tensor* t : {&m.word_embeddings, &m.position_embeddings, &m.token_type_embeddings, &m.embeddings_norm.weight,
-                          &m.embeddings_norm.bias, &m.final_norm.weight, &m.final_norm.bias, &m.pooler.weight, &m.pooler.bias})
-    add(*t);
-  for (const EncoderLayer& l : m.layers)
-    for (const Tensor* t : {&l.query.weight, &l.query.bias, &l.key.weight, &l.key.bias, &l.value.weight, &l.value.bias,
-                            &l.output.weight, &l.output.bias, &l.linear1.weight, &l.linear1.bias, &l.linear2.weight,
-                            &l.linear2.bias, &l.norm1.weight, &l.norm1.bias, &l.norm2.weight, &l.norm2.bias})
-      add(*t);
+  for_each_tensor(m, [&](const Tensor& t) { h.update(t.data(), t.size() * sizeof(float)); });
   Fnv1a tokens;
   for (int64_t id = 0; id < int64_t(tokenizer_size(p.tokenizer)); ++id) {
     const std::string& t = tokenizer_token(p.tokenizer, id);

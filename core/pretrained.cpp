@@ -489,13 +489,22 @@ PretrainedModel read_pretrained_weights(const PretrainedConfig& config, const st
   return m;
 }
 
+void for_each_tensor(const PretrainedModel& m, const std::function<void(const Tensor&)>& visit) {
+  auto given = [&](const Tensor& t) {
+    if (t.dimension() > 0) visit(t);  // a default Tensor is 0-dimensional: not in the checkpoint
+  };
+  for (const Tensor* t : {&m.word_embeddings, &m.position_embeddings, &m.token_type_embeddings, &m.embeddings_norm.weight,
+                          &m.embeddings_norm.bias, &m.final_norm.weight, &m.final_norm.bias, &m.pooler.weight, &m.pooler.bias})
+    given(*t);
+  for (const EncoderLayer& l : m.layers) {
+    for (const Linear* x : {&l.query, &l.key, &l.value, &l.output, &l.linear1, &l.linear2}) given(x->weight), given(x->bias);
+    for (const LayerNorm* x : {&l.norm1, &l.norm2}) given(x->weight), given(x->bias);
+  }
+}
+
 size_t parameter_count(const PretrainedModel& m) {
-  size_t n = m.word_embeddings.size() + m.position_embeddings.size() + m.token_type_embeddings.size() +
-             m.embeddings_norm.weight.size() + m.embeddings_norm.bias.size() + m.final_norm.weight.size() +
-             m.final_norm.bias.size() + (m.has_pooler() ? m.pooler.weight.size() + m.pooler.bias.size() : 0);
-  for (const EncoderLayer& l : m.layers)
-    for (const Linear* x : {&l.query, &l.key, &l.value, &l.output, &l.linear1, &l.linear2}) n += x->weight.size() + x->bias.size();
-  for (const EncoderLayer& l : m.layers) n += 2 * l.norm1.weight.size() + 2 * l.norm2.weight.size();
+  size_t n = 0;
+  for_each_tensor(m, [&](const Tensor& t) { n += t.size(); });
   return n;
 }
 

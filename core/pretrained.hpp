@@ -2,6 +2,7 @@
 // GPT2LMHeadModel), read from their own config.json and model.safetensors and run stage by stage under
 // the model's own module names (docs/pretrained.md lists the stages and the PyTorch code of each).
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,8 @@ PretrainedModel load_pretrained(const PretrainedConfig& config, std::vector<Name
 // load_pretrained on a model.safetensors file; its integer buffers (BERT's position_ids) join `ignored`.
 PretrainedModel read_pretrained_weights(const PretrainedConfig& config, const std::string& path,
                                         const std::string& file_name);
+// Every tensor the checkpoint gave (those a family lacks, such as GPT-2's token types, are skipped).
+void for_each_tensor(const PretrainedModel& model, const std::function<void(const Tensor&)>& visit);
 size_t parameter_count(const PretrainedModel& model);
 
 struct PretrainedInput {

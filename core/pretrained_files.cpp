@@ -7,7 +7,6 @@
 #include <numeric>
 
 #include "core/error.hpp"
-#include "core/kernels.hpp"
 
 namespace attn {
 namespace {
@@ -24,21 +23,9 @@ void assign(std::string& role, const std::string& path, const char* what) {
   role = path;
 }
 
-Json read_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot read '" + path + "'");
-  try {
-    return Json::parse(in);
-  } catch (const Json::exception& e) {
-    throw InputError("'" + file_name(path) + "' is not valid JSON: " + e.what());
-  }
-}
-
 // The id of `token` in the tokenizer, or `fallback` when it has none.
 int64_t special_id(const PretrainedTokenizer& t, const std::string& token, int64_t fallback) {
-  for (size_t id = 0; id < tokenizer_size(t); ++id)
-    if (tokenizer_token(t, int64_t(id)) == token) return int64_t(id);
-  return fallback;
+  return std::visit([&](const auto& tok) { return tok.find(token).value_or(fallback); }, t);
 }
 
 std::string label(const PretrainedTokenizer& t, const std::string& token) {
@@ -102,7 +89,7 @@ PretrainedFiles pretrained_files_in(const std::string& dir) {
 bool is_pretrained_config(const Json& j) { return j.is_object() && (j.contains("model_type") || j.contains("architectures")); }
 
 PretrainedConfig read_pretrained_config(const std::string& path) {
-  return pretrained_config_from_json(read_json(path), file_name(path));
+  return pretrained_config_from_json(read_json_file(path, "model config"), file_name(path));
 }
 
 Pretrained load_pretrained_files(const PretrainedFiles& f) {

@@ -128,6 +128,11 @@ BytePairTokenizer BytePairTokenizer::from_files(const std::string& vocab_json, c
   return BytePairTokenizer(read_vocab(vocab_json), read_merges(merges_txt));
 }
 
+std::optional<int64_t> BytePairTokenizer::find(const std::string& token) const {
+  const auto it = ids_.find(token);
+  return it == ids_.end() ? std::nullopt : std::optional<int64_t>(it->second);
+}
+
 const std::string& BytePairTokenizer::token(int64_t id) const {
   if (id < 0 || size_t(id) >= tokens_.size())
     throw InputError("token id " + std::to_string(id) + " is outside the vocabulary (" +

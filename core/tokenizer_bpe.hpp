@@ -4,6 +4,7 @@
 // (\s as JavaScript's, the reference tests/tokenizers/bpe_check.js compares with), each piece merged by
 // the ranks of merges.txt and looked up in vocab.json.
 #pragma once
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -23,6 +24,7 @@ class BytePairTokenizer {
   Encoding encode(const std::string& text) const;
   size_t size() const { return tokens_.size(); }
   const std::string& token(int64_t id) const;
+  std::optional<int64_t> find(const std::string& token) const;  // its id, if the vocabulary has it
 
  private:
   std::vector<std::string> merge(const std::string& piece) const;

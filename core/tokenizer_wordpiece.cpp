@@ -60,14 +60,7 @@ void read_special(const Json& j, const char* key, std::string& into, const std::
 }
 
 WordPieceOptions read_options(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot read tokenizer config '" + path + "'");
-  Json j;
-  try {
-    j = Json::parse(in);
-  } catch (const Json::exception& e) {
-    throw InputError("tokenizer config '" + path + "' is not valid JSON: " + e.what());
-  }
+  const Json j = read_json_file(path, "tokenizer config");
   if (!j.is_object()) throw InputError("tokenizer config '" + path + "' must hold a JSON object");
   WordPieceOptions o;
   auto flag = [&](const char* key, bool& into) {
@@ -116,6 +109,11 @@ WordPieceTokenizer::WordPieceTokenizer(std::vector<std::string> vocab, WordPiece
 WordPieceTokenizer WordPieceTokenizer::from_files(const std::string& vocab_txt, const std::string* tokenizer_config) {
   return WordPieceTokenizer(read_vocab_lines(vocab_txt),
                             tokenizer_config ? read_options(*tokenizer_config) : WordPieceOptions(), vocab_txt);
+}
+
+std::optional<int64_t> WordPieceTokenizer::find(const std::string& token) const {
+  const auto it = ids_.find(token);
+  return it == ids_.end() ? std::nullopt : std::optional<int64_t>(it->second);
 }
 
 const std::string& WordPieceTokenizer::token(int64_t id) const {

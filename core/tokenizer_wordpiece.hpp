@@ -33,6 +33,7 @@ class WordPieceTokenizer {
   Encoding encode(const std::string& first, const std::string* second = nullptr) const;
   size_t size() const { return tokens_.size(); }
   const std::string& token(int64_t id) const;
+  std::optional<int64_t> find(const std::string& token) const;  // its id, if the vocabulary has it
 
  private:
   std::vector<std::string> basic_tokens(const std::string& text) const;

@@ -1,22 +1,11 @@
 #include "native/model_options.hpp"
 
 #include <cstdlib>
-#include <fstream>
 
 #include "core/error.hpp"
 
 namespace attn::cli {
 namespace {
-
-Json read_json_file(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot read " + what + " '" + path + "'");
-  try {
-    return Json::parse(in);
-  } catch (const Json::exception& e) {
-    throw InputError(what + " '" + path + "' is not valid JSON: " + e.what());
-  }
-}
 
 double parse_probability(const std::string& flag, const std::string& text) {
   char* end = nullptr;
