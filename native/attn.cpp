@@ -12,7 +12,7 @@
 #include <iostream>
 #include <new>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "native/bench.hpp"
 #include "native/commands.hpp"
 

@@ -14,8 +14,8 @@
 #include <limits>
 #include <random>
 
-#include "core/device_model.hpp"
-#include "core/error.hpp"
+#include "core/backend/device_model.hpp"
+#include "core/base/error.hpp"
 #include "native/backends.hpp"
 
 namespace attn {

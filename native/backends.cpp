@@ -1,7 +1,7 @@
 #include "native/backends.hpp"
 
-#include "core/error.hpp"
-#include "core/threads.hpp"
+#include "core/base/error.hpp"
+#include "core/base/threads.hpp"
 #ifdef ATTN_HAVE_GL
 #include "native/gl/gl_backend.hpp"
 #endif

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/backend.hpp"
+#include "core/backend/backend.hpp"
 #include "native/gl/gl_context.hpp"  // gl::ContextSource
 
 namespace attn {

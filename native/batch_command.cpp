@@ -19,10 +19,10 @@
 #include <sstream>
 #include <thread>
 
-#include "core/batch.hpp"
-#include "core/device_model.hpp"
-#include "core/error.hpp"
-#include "core/safetensors.hpp"
+#include "core/batch/batch.hpp"
+#include "core/backend/device_model.hpp"
+#include "core/base/error.hpp"
+#include "core/io/safetensors.hpp"
 #include "native/backends.hpp"
 #include "native/batch_io.hpp"
 #include "native/commands.hpp"

@@ -13,9 +13,9 @@
 #include <iostream>
 #include <map>
 
-#include "core/error.hpp"
-#include "core/npy.hpp"
-#include "core/safetensors.hpp"
+#include "core/base/error.hpp"
+#include "core/io/npy.hpp"
+#include "core/io/safetensors.hpp"
 
 namespace attn::cli::batch_io {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/batch.hpp"
+#include "core/batch/batch.hpp"
 
 namespace attn::cli::batch_io {
 

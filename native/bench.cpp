@@ -14,13 +14,13 @@
 #include <random>
 #include <sstream>
 
-#include "core/device_model.hpp"
-#include "core/error.hpp"
-#include "core/fast_kernels.hpp"
-#include "core/memory.hpp"
-#include "core/threads.hpp"
-#include "core/train.hpp"
-#include "core/tutorial.hpp"
+#include "core/backend/device_model.hpp"
+#include "core/base/error.hpp"
+#include "core/kernels/fast_kernels.hpp"
+#include "core/base/memory.hpp"
+#include "core/base/threads.hpp"
+#include "core/train/train.hpp"
+#include "core/model/tutorial.hpp"
 #include "native/cli.hpp"
 #if defined(ATTN_HAVE_BACKENDS)
 #include "native/backends.hpp"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/json.hpp"
+#include "core/base/json.hpp"
 
 namespace attn::cli {
 

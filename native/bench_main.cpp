@@ -1,7 +1,7 @@
 // attn-bench: `attn bench` on its own, for the WebAssembly build (node attn-bench.js sdpa ...).
 #include <iostream>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "native/bench.hpp"
 
 int main(int argc, char** argv) {

@@ -5,9 +5,9 @@
 
 #include <iostream>
 
-#include "core/error.hpp"
-#include "core/rng.hpp"
-#include "core/tokenizer.hpp"
+#include "core/base/error.hpp"
+#include "core/torch/rng.hpp"
+#include "core/text/tokenizer.hpp"
 
 namespace attn::cli {
 

@@ -4,14 +4,14 @@
 
 #include <iostream>
 
-#include "core/device_model.hpp"
-#include "core/error.hpp"
-#include "core/memory.hpp"
-#include "core/npy.hpp"
-#include "core/tokenizer.hpp"
-#include "core/torch_print.hpp"
-#include "core/transformer.hpp"
-#include "core/tutorial.hpp"
+#include "core/backend/device_model.hpp"
+#include "core/base/error.hpp"
+#include "core/base/memory.hpp"
+#include "core/io/npy.hpp"
+#include "core/text/tokenizer.hpp"
+#include "core/torch/torch_print.hpp"
+#include "core/model/transformer.hpp"
+#include "core/model/tutorial.hpp"
 #include "native/backends.hpp"
 #include "native/commands.hpp"
 #include "native/model_options.hpp"

@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 
 namespace attn::cli {
 namespace {

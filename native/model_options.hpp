@@ -3,9 +3,9 @@
 #pragma once
 #include <optional>
 
-#include "core/pretrained_files.hpp"
-#include "core/tokenizer.hpp"
-#include "core/transformer.hpp"
+#include "core/model/pretrained_files.hpp"
+#include "core/text/tokenizer.hpp"
+#include "core/model/transformer.hpp"
 #include "native/commands.hpp"
 
 namespace attn::cli {

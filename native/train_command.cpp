@@ -1,5 +1,5 @@
 // attn train: the classifier trained on a built-in task or a labelled file, as a plain PyTorch loop
-// would train it (core/train.hpp), with a log, checkpoints that --resume continues to the same bytes,
+// would train it (core/train/train.hpp), with a log, checkpoints that --resume continues to the same bytes,
 // and the weights + config + vocabulary triple that attn encode, attn batch and the playground take.
 #include <unistd.h>
 
@@ -11,11 +11,11 @@
 #include <iostream>
 #include <sstream>
 
-#include "core/batch.hpp"
-#include "core/error.hpp"
-#include "core/safetensors.hpp"
-#include "core/threads.hpp"
-#include "core/train.hpp"
+#include "core/batch/batch.hpp"
+#include "core/base/error.hpp"
+#include "core/io/safetensors.hpp"
+#include "core/base/threads.hpp"
+#include "core/train/train.hpp"
 #include "native/commands.hpp"
 #include "native/train_setup.hpp"
 

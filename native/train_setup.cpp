@@ -3,9 +3,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/batch.hpp"
-#include "core/error.hpp"
-#include "core/threads.hpp"
+#include "core/batch/batch.hpp"
+#include "core/base/error.hpp"
+#include "core/base/threads.hpp"
 #include "native/model_options.hpp"
 
 namespace attn::cli {

@@ -6,9 +6,9 @@
 #include <memory>
 #include <string>
 
-#include "core/json.hpp"
-#include "core/tokenizer.hpp"
-#include "core/train.hpp"
+#include "core/base/json.hpp"
+#include "core/text/tokenizer.hpp"
+#include "core/train/train.hpp"
 #include "native/commands.hpp"
 
 namespace attn::cli {

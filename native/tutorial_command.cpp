@@ -1,7 +1,7 @@
-#include "core/error.hpp"
-#include "core/tutorial.hpp"
-#include "core/walkthrough.hpp"
-#include "core/walkthrough2.hpp"
+#include "core/base/error.hpp"
+#include "core/model/tutorial.hpp"
+#include "core/model/walkthrough.hpp"
+#include "core/model/walkthrough2.hpp"
 #include "native/commands.hpp"
 
 namespace attn::cli {

@@ -10,8 +10,8 @@
 #include <sstream>
 #include <string>
 
-#include "core/bits.hpp"
-#include "core/tensor.hpp"
+#include "core/base/bits.hpp"
+#include "core/base/tensor.hpp"
 
 namespace attn::test {
 

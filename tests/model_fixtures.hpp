@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "core/transformer.hpp"
+#include "core/model/transformer.hpp"
 #include "tests/fixtures.hpp"
 
 namespace attn::test {

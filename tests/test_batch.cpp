@@ -1,9 +1,9 @@
-// The engine side of `attn batch` (core/batch.*): input lines, bad items, grouping by length, stage
+// The engine side of `attn batch` (core/batch/batch.*): input lines, bad items, grouping by length, stage
 // selection, records, and the property the command's guarantees rest on: an item's record does not
 // depend on the batch it was computed in. The CLI's side (files, threads, resume, shards) is in
 // tests/batch_check.py.
-#include "core/batch.hpp"
-#include "core/error.hpp"
+#include "core/batch/batch.hpp"
+#include "core/base/error.hpp"
 #include "tests/fixtures.hpp"
 
 using namespace attn;

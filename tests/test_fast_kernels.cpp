@@ -10,11 +10,11 @@
 #include <thread>
 #include <vector>
 
-#include "core/batch.hpp"
-#include "core/device_model.hpp"
-#include "core/error.hpp"
-#include "core/fast_kernels.hpp"
-#include "core/threads.hpp"
+#include "core/batch/batch.hpp"
+#include "core/backend/device_model.hpp"
+#include "core/base/error.hpp"
+#include "core/kernels/fast_kernels.hpp"
+#include "core/base/threads.hpp"
 #include "tests/fixtures.hpp"
 
 using namespace attn;

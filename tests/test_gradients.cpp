@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "core/transformer.hpp"
+#include "core/model/transformer.hpp"
 #include "tests/fixtures.hpp"
 #include "tests/model_fixtures.hpp"
 

@@ -10,9 +10,9 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "core/error.hpp"
-#include "core/optim.hpp"
-#include "core/safetensors.hpp"
+#include "core/base/error.hpp"
+#include "core/train/optim.hpp"
+#include "core/io/safetensors.hpp"
 #include "tests/fixtures.hpp"
 
 namespace {

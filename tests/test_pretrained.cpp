@@ -4,8 +4,8 @@
 // buffers, and the loader's messages for checkpoints that do not fit.
 #include <fstream>
 
-#include "core/error.hpp"
-#include "core/pretrained.hpp"
+#include "core/base/error.hpp"
+#include "core/model/pretrained.hpp"
 #include "tests/fixtures.hpp"
 #include "tests/model_fixtures.hpp"
 

@@ -1,6 +1,6 @@
 // TorchGenerator against PyTorch 1.13 itself: tests/fixtures/rng.json comes from
 // tests/torchgen/rng.py. Every float32 is compared by bit pattern.
-#include "core/rng.hpp"
+#include "core/torch/rng.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -13,9 +13,9 @@
 #include <random>
 #include <sstream>
 
-#include "core/error.hpp"
-#include "core/npy.hpp"
-#include "core/safetensors.hpp"
+#include "core/base/error.hpp"
+#include "core/io/npy.hpp"
+#include "core/io/safetensors.hpp"
 #include "tests/fixtures.hpp"
 
 namespace {

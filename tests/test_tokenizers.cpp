@@ -4,9 +4,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/error.hpp"
-#include "core/tokenizer_bpe.hpp"
-#include "core/tokenizer_wordpiece.hpp"
+#include "core/base/error.hpp"
+#include "core/text/tokenizer_bpe.hpp"
+#include "core/text/tokenizer_wordpiece.hpp"
 #include "tests/fixtures.hpp"
 
 using namespace attn;

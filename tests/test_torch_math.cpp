@@ -1,7 +1,7 @@
 // torch_expf / torch_exp / torch_sinf / torch_cosf / torch_sin / torch_cos against PyTorch 1.13
 // itself: tests/fixtures/torch_math.json comes from tests/torchgen/torch_math.py. Every float is
 // compared by bit pattern.
-#include "core/torch_math.hpp"
+#include "core/torch/torch_math.hpp"
 
 #include <catch2/catch.hpp>
 

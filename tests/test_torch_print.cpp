@@ -7,7 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "core/torch_print.hpp"
+#include "core/torch/torch_print.hpp"
 
 namespace {
 

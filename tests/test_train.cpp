@@ -7,8 +7,8 @@
 // trainer continues to the same bits.
 #include <cmath>
 
-#include "core/error.hpp"
-#include "core/train.hpp"
+#include "core/base/error.hpp"
+#include "core/train/train.hpp"
 #include "tests/fixtures.hpp"
 #include "tests/model_fixtures.hpp"
 

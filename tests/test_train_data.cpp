@@ -1,11 +1,11 @@
-// The data side of `attn train` (core/train_data.*): data files and their errors, vocabulary, the
+// The data side of `attn train` (core/train/train_data.*): data files and their errors, vocabulary, the
 // validation split, randperm and the batch order against PyTorch (tests/torchgen/train_data.py),
 // padding, and the built-in tasks checked by independent recounts.
-#include "core/train_data.hpp"
+#include "core/train/train_data.hpp"
 
 #include <set>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "tests/fixtures.hpp"
 
 using namespace attn;

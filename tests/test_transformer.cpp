@@ -3,8 +3,8 @@
 // its state_dict, cross-attention, and strict loading.
 #include <cstdio>
 
-#include "core/error.hpp"
-#include "core/transformer.hpp"
+#include "core/base/error.hpp"
+#include "core/model/transformer.hpp"
 #include "tests/fixtures.hpp"
 #include "tests/model_fixtures.hpp"
 

@@ -2,10 +2,10 @@
 // for several seeds, sizes, sentences and masks: every stage, the vocabulary, and the printed text.
 #include <cmath>
 
-#include "core/error.hpp"
-#include "core/rng.hpp"
-#include "core/tutorial.hpp"
-#include "core/walkthrough.hpp"
+#include "core/base/error.hpp"
+#include "core/torch/rng.hpp"
+#include "core/model/tutorial.hpp"
+#include "core/model/walkthrough.hpp"
 #include "tests/fixtures.hpp"
 
 using namespace attn;

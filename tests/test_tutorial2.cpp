@@ -6,7 +6,7 @@
 #include <sstream>
 #include <vector>
 
-#include "core/walkthrough2.hpp"
+#include "core/model/walkthrough2.hpp"
 #include "tests/fixtures.hpp"
 
 using namespace attn;

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <unistd.h>
 
-#include "core/error.hpp"
-#include "core/safetensors.hpp"
+#include "core/base/error.hpp"
+#include "core/io/safetensors.hpp"
 #include "tests/fixtures.hpp"
 #include "ui/model_files.hpp"
 #include "ui/playground.hpp"

@@ -1,7 +1,7 @@
 // The playground on Hugging Face checkpoints (tests/fixtures/pretrained): a folder or its files picked
 // one by one become a loaded model, computed with its own tokenizer and mask as PyTorch computes it;
 // its layers' stages are named the model's way, and GPT-2 lists its next tokens.
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "tests/fixtures.hpp"
 #include "ui/model_files.hpp"
 #include "ui/playground.hpp"

@@ -10,7 +10,7 @@
 #include <thread>
 #include <unistd.h>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "tests/fixtures.hpp"
 #include "ui/model_files.hpp"
 #include "ui/playground.hpp"

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "ui/widgets.hpp"
 
 namespace attn::ui {

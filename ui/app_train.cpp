@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "core/error.hpp"
-#include "core/train_data.hpp"
+#include "core/base/error.hpp"
+#include "core/train/train_data.hpp"
 #include "ui/app.hpp"
 #include "ui/widgets.hpp"
 

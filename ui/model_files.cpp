@@ -3,8 +3,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/error.hpp"
-#include "core/safetensors.hpp"
+#include "core/base/error.hpp"
+#include "core/io/safetensors.hpp"
 
 namespace attn::ui {
 namespace {

@@ -1,6 +1,6 @@
 // A model loaded from files into the playground: safetensors weights, its config JSON and vocabulary,
 // the files `attn encode --weights/--config/--vocab` reads; or a Hugging Face BERT / GPT-2 checkpoint's
-// files (core/pretrained_files.hpp). Both shells hand paths here (the browser writes the chosen files
+// files (core/model/pretrained_files.hpp). Both shells hand paths here (the browser writes the chosen files
 // into Emscripten's MEMFS first). No ImGui; tests/test_ui.cpp tests it.
 #pragma once
 #include <memory>
@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "core/pretrained_files.hpp"
-#include "core/tokenizer.hpp"
-#include "core/transformer.hpp"
+#include "core/model/pretrained_files.hpp"
+#include "core/text/tokenizer.hpp"
+#include "core/model/transformer.hpp"
 
 namespace attn::ui {
 

@@ -9,11 +9,11 @@
 #include <iterator>
 #include <string_view>
 
-#include "core/attention.hpp"
-#include "core/device_model.hpp"
-#include "core/error.hpp"
-#include "core/npy.hpp"
-#include "core/rng.hpp"
+#include "core/model/attention.hpp"
+#include "core/backend/device_model.hpp"
+#include "core/base/error.hpp"
+#include "core/io/npy.hpp"
+#include "core/torch/rng.hpp"
 #include "ui/model_files.hpp"
 #include "ui/training.hpp"
 

@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "core/backend.hpp"
-#include "core/json.hpp"
-#include "core/pretrained.hpp"
-#include "core/tokenizer.hpp"
-#include "core/trace.hpp"
-#include "core/transformer.hpp"
-#include "core/tutorial.hpp"
+#include "core/backend/backend.hpp"
+#include "core/base/json.hpp"
+#include "core/model/pretrained.hpp"
+#include "core/text/tokenizer.hpp"
+#include "core/model/trace.hpp"
+#include "core/model/transformer.hpp"
+#include "core/model/tutorial.hpp"
 
 namespace attn::ui {
 
@@ -112,7 +112,7 @@ struct Computed {
   std::vector<std::string> not_computed;
 };
 
-// The Transformer on a compute backend (core/device_model.hpp) instead of the exact path: eval mode
+// The Transformer on a compute backend (core/backend/device_model.hpp) instead of the exact path: eval mode
 // only (train mode and the first tutorial keep the exact path), pulling back only the stages outside
 // the layers and those of `layer` (the one the pipeline shows, its attention weights included). Scores
 // are never computed (fused attention).

@@ -4,9 +4,9 @@
 #include <chrono>
 #include <cmath>
 
-#include "core/batch.hpp"
-#include "core/error.hpp"
-#include "core/safetensors.hpp"
+#include "core/batch/batch.hpp"
+#include "core/base/error.hpp"
+#include "core/io/safetensors.hpp"
 #include "native/train_setup.hpp"
 
 namespace attn::ui {

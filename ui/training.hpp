@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/json.hpp"
-#include "core/tensor.hpp"
-#include "core/train.hpp"
+#include "core/base/json.hpp"
+#include "core/base/tensor.hpp"
+#include "core/train/train.hpp"
 #include "native/commands.hpp"
 
 namespace attn::ui {

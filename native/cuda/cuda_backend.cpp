@@ -2,8 +2,8 @@
 
 #include <stdexcept>
 
-#include "core/error.hpp"
-#include "core/transformer.hpp"  // Activation
+#include "core/base/error.hpp"
+#include "core/model/transformer.hpp"  // Activation
 #include "native/cuda/cuda_ops.hpp"
 
 namespace attn {

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "core/backend.hpp"
+#include "core/backend/backend.hpp"
 
 namespace attn {
 

@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "native/cuda/cuda_ops.hpp"
 
 namespace attn::cuda {

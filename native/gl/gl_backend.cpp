@@ -6,8 +6,8 @@
 #include <new>
 #include <stdexcept>
 
-#include "core/error.hpp"
-#include "core/transformer.hpp"  // Activation
+#include "core/base/error.hpp"
+#include "core/model/transformer.hpp"  // Activation
 #include "native/gl/gl_context.hpp"
 #include "native/gl/gl_shaders.hpp"
 

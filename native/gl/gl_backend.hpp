@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "core/backend.hpp"
+#include "core/backend/backend.hpp"
 #include "native/gl/gl_context.hpp"
 
 namespace attn {

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 
 namespace attn::gl {
 

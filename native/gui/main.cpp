@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "native/backends.hpp"
 #include "ui/alloc_count.hpp"
 #include "ui/app.hpp"

@@ -1,6 +1,6 @@
 // One attn batch input line, as text and as JSON Lines, made into an item against a small vocabulary
 // and embedding table. A bad line carries its reason in RawItem::error or throws InputError.
-#include "core/batch.hpp"
+#include "core/batch/batch.hpp"
 #include "tests/fuzz/fuzz_target.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,7 +1,7 @@
 // A training checkpoint (attn train --resume): its tensors, and the state in its metadata, restored
 // into a trainer of the places task's model (the run the seed checkpoint comes from), which then takes
 // a step.
-#include "core/train.hpp"
+#include "core/train/train.hpp"
 #include "tests/fuzz/fuzz_target.hpp"
 
 namespace {

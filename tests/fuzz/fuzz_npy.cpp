@@ -1,5 +1,5 @@
 // A .npy array (attn encode --save-npy's format, read back by the tests and by users' tools).
-#include "core/npy.hpp"
+#include "core/io/npy.hpp"
 #include "tests/fuzz/fuzz_target.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

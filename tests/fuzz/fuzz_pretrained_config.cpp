@@ -1,6 +1,6 @@
 // A Hugging Face config.json (attn encode --model-dir, the playground's Model files…): JSON, the family,
 // sizes and options, then the weights' names and shapes it implies, checked against an empty file.
-#include "core/pretrained_files.hpp"
+#include "core/model/pretrained_files.hpp"
 #include "tests/fuzz/fuzz_target.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,5 +1,5 @@
 // A weights file (attn encode/batch/train --weights, the playground's Model files…, checkpoints).
-#include "core/safetensors.hpp"
+#include "core/io/safetensors.hpp"
 #include "tests/fuzz/fuzz_target.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

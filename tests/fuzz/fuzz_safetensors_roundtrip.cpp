@@ -2,7 +2,7 @@
 // and metadata.
 #include <cstring>
 
-#include "core/safetensors.hpp"
+#include "core/io/safetensors.hpp"
 #include "tests/fuzz/fuzz_target.hpp"
 
 namespace {

@@ -1,5 +1,5 @@
 // A sentences file (--sentences-file): UTF-8, BOM, CRLF, blank lines; then tokenized, growing a vocabulary.
-#include "core/tokenizer.hpp"
+#include "core/text/tokenizer.hpp"
 #include "tests/fuzz/fuzz_target.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 
 namespace attn::fuzz {
 

@@ -2,9 +2,9 @@
 // files…). The first byte picks what the rest is: 0 BERT's vocab.txt, 1 GPT-2's vocab.json, 2 its
 // merges.txt, 3 a sentence for both; the other files are small ones made here. Each tokenizer then
 // encodes sentences with it.
-#include "core/json.hpp"
-#include "core/tokenizer_bpe.hpp"
-#include "core/tokenizer_wordpiece.hpp"
+#include "core/base/json.hpp"
+#include "core/text/tokenizer_bpe.hpp"
+#include "core/text/tokenizer_wordpiece.hpp"
 #include "tests/fuzz/fuzz_target.hpp"
 
 namespace {

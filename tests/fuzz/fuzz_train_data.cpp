@@ -1,6 +1,6 @@
 // A labelled training file (attn train --data / --val-data): JSON Lines or TSV, then items against
 // the vocabulary it grows, as attn train builds them.
-#include "core/train_data.hpp"
+#include "core/train/train_data.hpp"
 #include "tests/fuzz/fuzz_target.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

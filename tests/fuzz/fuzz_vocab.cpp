@@ -1,5 +1,5 @@
 // A vocabulary file (--vocab, the playground's Model files…), then a sentence tokenized with it.
-#include "core/tokenizer.hpp"
+#include "core/text/tokenizer.hpp"
 #include "tests/fuzz/fuzz_target.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,4 +1,4 @@
-// The checkpoint tokenizers (core/tokenizer_bpe.*, core/tokenizer_wordpiece.*) against independent
+// The checkpoint tokenizers (core/text/tokenizer_bpe.*, core/text/tokenizer_wordpiece.*) against independent
 // implementations from npm (pinned in package-lock.json, installed by scripts/deps.sh), token for token
 // on several hundred sentences: English, code, numbers, contractions, whitespace runs, accents and
 // combining marks, Korean, Japanese, Chinese, Greek, emoji with ZWJ sequences, control characters.

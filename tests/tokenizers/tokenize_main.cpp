@@ -5,10 +5,10 @@
 #include <optional>
 #include <string>
 
-#include "core/error.hpp"
-#include "core/json.hpp"
-#include "core/tokenizer_bpe.hpp"
-#include "core/tokenizer_wordpiece.hpp"
+#include "core/base/error.hpp"
+#include "core/base/json.hpp"
+#include "core/text/tokenizer_bpe.hpp"
+#include "core/text/tokenizer_wordpiece.hpp"
 
 int main(int argc, char** argv) {
   const std::string kind = argc > 1 ? argv[1] : "";

@@ -1,4 +1,4 @@
-"""pretrained/: tiny Hugging Face BERT and GPT-2 checkpoints in the real file layout, for core/pretrained.*.
+"""pretrained/: tiny Hugging Face BERT and GPT-2 checkpoints in the real file layout, for core/model/pretrained.*.
 
 `transformers` is not installed: BertModel and GPT2LMHeadModel are built here by hand in PyTorch under
 transformers' own module names (so state_dict() gives the checkpoint names) and with its eager math:

@@ -1,4 +1,4 @@
-"""safetensors/: weights for core/safetensors.* and arrays for core/npy.*.
+"""safetensors/: weights for core/io/safetensors.* and arrays for core/io/npy.*.
 
 The `safetensors` package is not installed, so _safetensors_file writes the format by its spec:
 an 8-byte little-endian header length, the JSON header padded with spaces to a multiple of 8 bytes,

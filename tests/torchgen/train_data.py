@@ -1,4 +1,4 @@
-"""train_data.json: the data side of `attn train` (core/train_data.*) computed by PyTorch.
+"""train_data.json: the data side of `attn train` (core/train/train_data.*) computed by PyTorch.
 
 - randperm: torch.randperm(n, generator=torch.Generator().manual_seed(seed)), and the generator's next
   draws after it (so the number of outputs a permutation consumes is pinned down too).
@@ -8,7 +8,7 @@
   perm_e = torch.randperm(N, generator=g) drawn from ONE g = Generator().manual_seed(seed); without
   shuffling the stream is 0, 1, ..., N-1, 0, 1, ... (Not RandomSampler(generator=g): torch 1.13's
   draws a second, empty-sliced permutation at the end of every epoch.)
-- tasks: the built-in tasks' items, generated here from their definition in core/train_data.hpp.
+- tasks: the built-in tasks' items, generated here from their definition in core/train/train_data.hpp.
 Permutations longer than FULL_LIMIT are stored as FNV-1a-64 of their int64 little-endian bytes plus
 both ends.
 """
@@ -77,7 +77,7 @@ def _order_cases():
                                  (100, 32, 42, True, 20)]]
 
 
-# --- the built-in tasks, as core/train_data.hpp defines them; draw(m) takes one generator output ---
+# --- the built-in tasks, as core/train/train_data.hpp defines them; draw(m) takes one generator output ---
 
 def _draw(g, m):
     return int(torch.randint(0, m, (1,), generator=g))

@@ -1,7 +1,7 @@
 """A plain PyTorch training loop, the reference `attn train` is checked against: torch.manual_seed(seed),
 the tutorial's TransformerClassifier (tests/torchgen/transformer.py), model.train(), and per step the
 batch, F.cross_entropy, backward, clip_grad_norm_ (or only the norm), optimizer.step() and the
-LambdaLR schedule. Batches as core/train_data.hpp orders them: positions k·B … k·B+B−1 of the stream
+LambdaLR schedule. Batches as core/train/train_data.hpp orders them: positions k·B … k·B+B−1 of the stream
 randperm(N) + randperm(N) + … from torch.Generator().manual_seed(seed) (or 0, 1, …, N−1 cycling),
 padded with 0. Writes train_loop.json: per case the data, settings and every step's record."""
 import importlib.util

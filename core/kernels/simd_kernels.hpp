@@ -1,0 +1,558 @@
+// The fast kernels as templates over an xsimd architecture. Included only by the per-instruction-set
+// translation units (kernels_avx512.cpp, kernels_avx2.cpp, kernels_sse42.cpp, kernels_wasm.cpp), each
+// compiled with its own target flags; fast_kernels.cpp picks one table at run time.
+//
+// Matrix multiply, as BLIS does it: C is computed in MR×NR tiles held in registers (NR = two vectors),
+// from A packed into MR-row panels and B into NR-column panels so the inner loop reads both
+// sequentially; KC-deep slices of k keep an A block in L2 while B panels stream through. Every tile
+// walks k in order, so the split over threads never changes a result.
+#pragma once
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <vector>
+#include <xsimd/xsimd.hpp>
+
+#include "core/kernels/fast_kernels.hpp"
+#include "core/base/threads.hpp"
+
+namespace attn {
+namespace simd {
+
+struct KernelTable {
+  const char* isa;
+  size_t panel_width;  // NR: columns of op(B) per packed panel
+  void (*pack_b)(const float* b, size_t ldb, bool transposed, size_t k, size_t n, float* dst, ThreadPool* pool);
+  void (*gemm)(const Gemm&, ThreadPool*);
+  void (*flash_attention)(const FlashAttention&, ThreadPool*);
+  double (*fma_peak)(size_t iterations);
+};
+const KernelTable* avx512_table();  // null where not compiled in
+const KernelTable* avx2_table();
+const KernelTable* sse42_table();
+const KernelTable* wasm_table();
+
+// A vector type of each instruction set's own: a std::vector's members instantiated in the AVX-512 file
+// hold AVX-512 code, and the linker keeps one copy of each for the whole program (it kept that one,
+// and a CPU without AVX-512 stopped on an illegal instruction in the AVX2 kernels).
+template <class Arch>
+struct KernelAllocator : xsimd::aligned_allocator<float, 64> {};
+template <class Arch>
+using AlignedFloats = std::vector<float, KernelAllocator<Arch>>;
+
+template <class Arch>
+float* scratch(AlignedFloats<Arch>& buffer, size_t size) {
+  if (buffer.size() < size) buffer.resize(size);
+  return buffer.data();
+}
+
+template <class Arch, size_t MR>
+struct Kernels {
+  using batch = xsimd::batch<float, Arch>;
+  static constexpr size_t L = batch::size, NR = 2 * L;
+  static constexpr size_t KC = 512, MC_MAX = MR * (L == 16 ? 16 : 24), NC = 4096;
+
+  // --- packing ---
+
+  // A[rows, kc] (row stride lda, scaled by `scale`) as MR-row panels: panel p holds, for each kk, the
+  // MR values A[p·MR + r, kk]; rows past the end are zeros.
+  // Full panels go four columns at a time through 4×4 transposes in registers. dst holds
+  // a_panels_size(rows, kc) floats.
+  static void pack_a(const float* a, size_t lda, size_t rows, size_t kc, float scale, float* dst) {
+    for (size_t p = 0; p < rows; p += MR) {
+      const size_t pr = std::min(MR, rows - p);
+      size_t kk = 0;
+      if (pr == MR)
+        for (; kk + 4 <= kc; kk += 4, dst += 4 * MR) pack_a_columns(a + p * lda + kk, lda, scale, dst);
+      for (; kk < kc; ++kk, dst += MR) {
+        for (size_t r = 0; r < pr; ++r) dst[r] = a[(p + r) * lda + kk] * scale;
+        std::fill(dst + pr, dst + MR, 0.0f);
+      }
+    }
+  }
+
+  // Where MR is not a multiple of 4, the last 4-row group's extra lanes land in the next column (or
+  // A_SLACK floats past the last panel), which is stored after them.
+  static constexpr size_t A_GROUPS = (MR + 3) / 4, A_SLACK = 4 * A_GROUPS - MR;
+  static size_t a_panels_size(size_t rows, size_t kc) { return ceil_div(rows, MR) * MR * kc + A_SLACK; }
+
+  // Columns 0-3 of MR rows of A (times scale) as four packed columns of MR values.
+  static void pack_a_columns(const float* a, size_t lda, float scale, float* dst) {
+    using quad = xsimd::make_sized_batch_t<float, 4>;
+    quad t[A_GROUPS][4];
+    for (size_t g = 0; g < A_GROUPS; ++g) {
+      for (size_t r = 0; r < 4; ++r)
+        t[g][r] = 4 * g + r < MR ? quad::load_unaligned(a + (4 * g + r) * lda) * quad(scale) : quad(0.0f);
+      xsimd::transpose(t[g], t[g] + 4);
+    }
+    for (size_t j = 0; j < 4; ++j)
+      for (size_t g = 0; g < A_GROUPS; ++g) t[g][j].store_unaligned(dst + j * MR + 4 * g);
+  }
+
+  // Rows kk0 … kk1 of a row-major B[·, n] (row stride ldb) into NR-column panels (panel q at
+  // dst + q·panel_stride, row kk at + kk·NR; zeros past n), each row read once front to back: down a
+  // column, every row is a new page and the prefetchers give up.
+  static void pack_b_rows(const float* b, size_t ldb, size_t kk0, size_t kk1, size_t n, float* dst,
+                          size_t panel_stride) {
+    for (size_t kk = kk0; kk < kk1; ++kk) {
+      const float* row = b + kk * ldb;
+      float* d = dst + kk * NR;
+      size_t j = 0;
+      for (; j + NR <= n; j += NR, d += panel_stride)
+        for (size_t c = 0; c < NR; c += L) batch::load_unaligned(row + j + c).store_aligned(d + c);
+      if (j < n) std::fill(std::copy(row + j, row + n, d), d + NR, 0.0f);
+    }
+  }
+
+  // One NR-column panel of op(B) = Bᵀ from rows of B[cols, kc] (row stride ldb); zeros past cols.
+  static void pack_bt_panel(const float* b, size_t ldb, size_t kc, size_t cols, float* dst) {
+    if (cols < NR) std::fill(dst, dst + kc * NR, 0.0f);
+    for (size_t c = 0; c < cols; ++c)
+      for (size_t kk = 0; kk < kc; ++kk) dst[kk * NR + c] = b[c * ldb + kk];
+  }
+
+  // op(B)[k, n] as NR-column panels: panel q at dst + q·k·NR (a PackedB, or one k slice of a product).
+  static void pack_b(const float* b, size_t ldb, bool transposed, size_t k, size_t n, float* dst, ThreadPool* pool) {
+    if (transposed)
+      return run(pool, ceil_div(n, NR), [&](size_t q) {
+        pack_bt_panel(b + q * NR * ldb, ldb, k, std::min(NR, n - q * NR), dst + q * k * NR);
+      });
+    const size_t parts = std::min(k, pool ? pool->size() : size_t(1));
+    run(pool, parts, [&](size_t t) { pack_b_rows(b, ldb, t * k / parts, (t + 1) * k / parts, n, dst, k * NR); });
+  }
+
+  // --- the register tile ---
+
+  // What a product's last k slice does to each sum before storing it: + bias[column], then max(·, 0).
+  struct Epilogue {
+    const float* bias = nullptr;  // the tile's first column's (NR readable values), or null
+    bool relu = false;
+  };
+
+  // C[MR, NR] (row stride ldc) = (load_c ? C : 0) + Σ_kk a[kk] ⊗ b[kk], k in order, then the epilogue.
+  template <bool Fused>
+  static void tile(size_t kc, const float* ap, const float* bp, float* c, size_t ldc, bool load_c, Epilogue e) {
+    batch acc[MR][2];
+    // Fused: C is added after the k loop, so its rows (often far in memory) arrive while the tile
+    // computes. Exact: C must be the first term of every sum.
+    const bool c_first = load_c && !Fused;
+    if (load_c && Fused)
+      for (size_t r = 0; r < MR; ++r) {
+        __builtin_prefetch(c + r * ldc, 1);
+        __builtin_prefetch(c + r * ldc + NR - 1, 1);
+      }
+#pragma GCC unroll 16
+    for (size_t r = 0; r < MR; ++r) {
+      acc[r][0] = c_first ? batch::load_unaligned(c + r * ldc) : batch(0.0f);
+      acc[r][1] = c_first ? batch::load_unaligned(c + r * ldc + L) : batch(0.0f);
+    }
+    for (size_t kk = 0; kk < kc; ++kk, ap += MR, bp += NR) {
+      const batch b0 = batch::load_aligned(bp), b1 = batch::load_aligned(bp + L);
+#pragma GCC unroll 16
+      for (size_t r = 0; r < MR; ++r) {
+        const batch av(ap[r]);
+        if (Fused) {
+          acc[r][0] = xsimd::fma(av, b0, acc[r][0]);
+          acc[r][1] = xsimd::fma(av, b1, acc[r][1]);
+        } else {  // two roundings, as the reference BLAS
+          acc[r][0] = acc[r][0] + av * b0;
+          acc[r][1] = acc[r][1] + av * b1;
+        }
+      }
+    }
+#pragma GCC unroll 16
+    for (size_t r = 0; r < MR && load_c && Fused; ++r) {
+      acc[r][0] += batch::load_unaligned(c + r * ldc);
+      acc[r][1] += batch::load_unaligned(c + r * ldc + L);
+    }
+    const batch bias0 = e.bias ? batch::load_unaligned(e.bias) : batch(0.0f);
+    const batch bias1 = e.bias ? batch::load_unaligned(e.bias + L) : batch(0.0f);
+#pragma GCC unroll 16
+    for (size_t r = 0; r < MR; ++r) {
+      finish(acc[r][0], bias0, e).store_unaligned(c + r * ldc);
+      finish(acc[r][1], bias1, e).store_unaligned(c + r * ldc + L);
+    }
+  }
+
+  // A finished sum through the epilogue: the bias added as a separate step (as add_bias would), and
+  // ReLU as std::max(x, 0.0f) (−0 and NaN kept).
+  static batch finish(batch x, batch bias, Epilogue e) {
+    if (e.bias) x += bias;
+    return e.relu ? xsimd::select(x < batch(0.0f), batch(0.0f), x) : x;
+  }
+
+  // A partial tile (at the edges of C) goes through a full one on the stack.
+  template <bool Fused>
+  static void edge_tile(size_t kc, const float* ap, const float* bp, float* c, size_t ldc, size_t rows, size_t cols,
+                        bool load_c, Epilogue e) {
+    alignas(64) float t[MR * NR];
+    alignas(64) float bias[NR] = {};
+    if (load_c)
+      for (size_t r = 0; r < rows; ++r) std::copy_n(c + r * ldc, cols, t + r * NR);
+    if (e.bias) e.bias = std::copy_n(e.bias, cols, bias) - cols;
+    tile<Fused>(kc, ap, bp, t, NR, load_c, e);
+    for (size_t r = 0; r < rows; ++r) std::copy_n(t + r * NR, cols, c + r * ldc);
+  }
+
+  // C[rows, cols] from packed A panels and packed B panels (panel q at bp + q·b_panel_stride); the
+  // epilogue's bias is column 0's.
+  template <bool Fused>
+  static void macro(size_t rows, size_t cols, size_t kc, const float* ap, const float* bp, size_t b_panel_stride,
+                    float* c, size_t ldc, bool load_c, Epilogue e = {}) {
+    for (size_t j = 0; j < cols; j += NR, bp += b_panel_stride) {
+      const size_t nc = std::min(NR, cols - j);
+      const Epilogue ej{e.bias ? e.bias + j : nullptr, e.relu};
+      for (size_t i = 0; i < rows; i += MR) {
+        const size_t mc = std::min(MR, rows - i);
+        float* ct = c + i * ldc + j;
+        if (mc == MR && nc == NR)
+          tile<Fused>(kc, ap + i * kc, bp, ct, ldc, load_c, ej);
+        else
+          edge_tile<Fused>(kc, ap + i * kc, bp, ct, ldc, mc, nc, load_c, ej);
+      }
+    }
+  }
+
+  // --- matrix multiply ---
+
+  static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+
+  template <bool Fused>
+  static void gemm_blocked(const Gemm& g, ThreadPool* pool) {
+    thread_local AlignedFloats<Arch> b_buffer;
+    const size_t threads = pool ? pool->size() : 1;
+    // Row blocks: at most MC_MAX rows, and a multiple of the thread count when there are several.
+    size_t row_blocks = ceil_div(g.m, MC_MAX);
+    if (threads > 1) row_blocks = ceil_div(row_blocks, threads) * threads;
+    const size_t mc = std::min(g.m, ceil_div(ceil_div(g.m, row_blocks), MR) * MR);
+    row_blocks = ceil_div(g.m, mc);
+    for (size_t jc = 0; jc < g.n; jc += NC) {
+      const size_t nc = std::min(NC, g.n - jc), panels = ceil_div(nc, NR);
+      // Column chunks too when there are fewer row blocks than threads (short, wide products).
+      const size_t col_chunks = std::min(panels, row_blocks >= 2 * threads ? 1 : ceil_div(2 * threads, row_blocks));
+      const size_t chunk_panels = ceil_div(panels, col_chunks);
+      for (size_t pc = 0; pc < g.k; pc += KC) {
+        const size_t kc = std::min(KC, g.k - pc);
+        const bool load_c = g.accumulate || pc > 0;
+        // Panel q's rows pc … pc + kc: in b_packed (whole-k panels), else packed here.
+        const size_t b_stride = (g.b_packed ? g.k : kc) * NR;
+        const float* bp = g.b_packed ? g.b_packed->data() + (jc / NR) * g.k * NR + pc * NR : nullptr;
+        if (!g.b_packed) {
+          float* dst = scratch(b_buffer, panels * kc * NR);
+          pack_b(g.b_transposed ? g.b + jc * g.ldb + pc : g.b + pc * g.ldb + jc, g.ldb, g.b_transposed, kc, nc, dst,
+                 pool);
+          bp = dst;
+        }
+        run(pool, row_blocks * col_chunks, [&](size_t item) {
+          thread_local AlignedFloats<Arch> a_buffer;
+          const size_t i0 = (item / col_chunks) * mc, rows = std::min(mc, g.m - i0);
+          const size_t q0 = (item % col_chunks) * chunk_panels;
+          if (q0 >= panels) return;
+          const size_t cols = std::min(chunk_panels * NR, nc - q0 * NR);
+          float* ap = scratch(a_buffer, a_panels_size(rows, kc));
+          pack_a(g.a + i0 * g.lda + pc, g.lda, rows, kc, 1.0f, ap);
+          float* c = g.c + i0 * g.ldc + jc + q0 * NR;
+          const bool last = pc + kc == g.k;
+          const Epilogue e{last && g.bias ? g.bias + jc + q0 * NR : nullptr, last && g.relu};
+          macro<Fused>(rows, cols, kc, ap, bp + q0 * b_stride, b_stride, c, g.ldc, load_c, e);
+        });
+      }
+    }
+  }
+
+  // op(B)[kk, j], wherever it is.
+  static float b_at(const Gemm& g, size_t kk, size_t j) {
+    if (g.b_packed) return g.b_packed->data()[(j / NR) * g.k * NR + kk * NR + j % NR];
+    return g.b_transposed ? g.b[j * g.ldb + kk] : g.b[kk * g.ldb + j];
+  }
+
+  // Vectors across the columns of op(B), copied once into a zero-padded [k, n] block, each element's
+  // sum made as the blocked product makes it for the same rounding. Four rows at a time: independent
+  // chains, so tiny products are not bound by the latency of one running sum.
+  template <bool Fused>
+  static void gemm_small(const Gemm& g) {
+    thread_local AlignedFloats<Arch> buffer;
+    const size_t np = ceil_div(g.n, L) * L;
+    float* bt = scratch(buffer, g.k * np + 4 * L + np);
+    float* tail = bt + g.k * np;  // the partial last vector of up to four rows of C
+    float* bias = tail + 4 * L;   // zero-padded
+    for (size_t kk = 0; kk < g.k; ++kk) batch(0.0f).store_aligned(bt + (kk + 1) * np - L);  // the padding
+    if (g.b_packed)
+      for (size_t kk = 0; kk < g.k; ++kk)
+        for (size_t j = 0; j < g.n; ++j) bt[kk * np + j] = b_at(g, kk, j);
+    else if (g.b_transposed)
+      for (size_t j = 0; j < g.n; ++j)
+        for (size_t kk = 0; kk < g.k; ++kk) bt[kk * np + j] = g.b[j * g.ldb + kk];
+    else
+      for (size_t kk = 0; kk < g.k; ++kk)
+        if (g.n < L)
+          copy_partial(g.b + kk * g.ldb, g.n, bt + kk * np);
+        else
+          std::copy_n(g.b + kk * g.ldb, g.n, bt + kk * np);
+    Epilogue e{nullptr, g.relu};
+    if (g.bias) {
+      std::fill_n(bias, np, 0.0f);
+      e.bias = std::copy_n(g.bias, g.n, bias) - g.n;
+    }
+    size_t i = 0;
+    for (; i + 4 <= g.m; i += 4) small_rows<Fused, 4>(g, i, bt, np, tail, e);
+    for (; i < g.m; ++i) small_rows<Fused, 1>(g, i, bt, np, tail, e);
+  }
+
+  // count < L floats, without a call to memmove (which costs tiny products more than the copy).
+  static void copy_partial(const float* from, size_t count, float* to) {
+#pragma GCC unroll 16
+    for (size_t t = 0; t < L; ++t)
+      if (t < count) to[t] = from[t];
+  }
+
+  // Rows i … i + R − 1 of gemm_small's product; e.bias is the zero-padded bias.
+  template <bool Fused, size_t R>
+  static void small_rows(const Gemm& g, size_t i, const float* bt, size_t np, float* tail, Epilogue e) {
+    for (size_t j = 0; j < np; j += L) {
+      const size_t width = std::min(L, g.n - j);
+      float* out[R];
+      for (size_t r = 0; r < R; ++r) {
+        float* c = g.c + (i + r) * g.ldc + j;
+        out[r] = width == L ? c : tail + r * L;
+        if (width < L && g.accumulate) copy_partial(c, width, out[r]);
+      }
+      for (size_t pc = 0; pc < g.k; pc += KC) {  // the blocked product's sums, so a row's bits do not
+        const bool load_c = g.accumulate || pc > 0;  // depend on how many rows share its product
+        const bool last = pc + KC >= g.k;
+        batch acc[R];
+        for (size_t r = 0; r < R; ++r) acc[r] = load_c && !Fused ? batch::load_unaligned(out[r]) : batch(0.0f);
+        for (size_t kk = pc; kk < std::min(g.k, pc + KC); ++kk) {
+          const batch b = batch::load_aligned(bt + kk * np + j);
+#pragma GCC unroll 4
+          for (size_t r = 0; r < R; ++r) {
+            const batch a(g.a[(i + r) * g.lda + kk]);
+            acc[r] = Fused ? xsimd::fma(a, b, acc[r]) : acc[r] + a * b;
+          }
+        }
+        const batch bias = last && e.bias ? batch::load_aligned(e.bias + j) : batch(0.0f);
+        for (size_t r = 0; r < R; ++r) {
+          if (load_c && Fused) acc[r] += batch::load_unaligned(out[r]);
+          if (last) acc[r] = finish(acc[r], bias, e);
+          acc[r].store_unaligned(out[r]);
+        }
+      }
+      for (size_t r = 0; r < R && width < L; ++r) copy_partial(out[r], width, g.c + (i + r) * g.ldc + j);
+    }
+  }
+
+  // Floating-point operations per second of independent FMA chains, enough of them to cover the
+  // latency of every FMA unit: the peak the benchmark reports fractions of.
+  static double fma_peak(size_t iterations) {
+    constexpr size_t chains = 16;
+    batch acc[chains];
+    for (size_t i = 0; i < chains; ++i) acc[i] = batch(float(i));
+    volatile float opaque_x = 0.999999f, opaque_y = 1e-7f;  // not constants the compiler could fold
+    const batch x(opaque_x), y(opaque_y);
+    const auto start = std::chrono::steady_clock::now();
+    for (size_t it = 0; it < iterations; ++it) {
+#pragma GCC unroll 16
+      for (size_t i = 0; i < chains; ++i) acc[i] = xsimd::fma(acc[i], x, y);
+    }
+    batch sum(0.0f);
+    for (const batch& a : acc) sum += a;
+    volatile float sink = xsimd::reduce_add(sum);  // the loop must finish before the clock is read
+    (void)sink;
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return double(iterations) * chains * L * 2.0 / seconds;
+  }
+
+  template <class F>
+  static void run(ThreadPool* pool, size_t count, const F& fn) {
+    if (pool && pool->size() > 1 && count > 1)
+      pool->parallel_for(count, fn);
+    else
+      for (size_t i = 0; i < count; ++i) fn(i);
+  }
+
+  static void gemm(const Gemm& g, ThreadPool* pool) {
+    if (g.m == 0 || g.n == 0) return;
+    if (g.k == 0) {  // an empty sum, then the epilogue
+      for (size_t i = 0; i < g.m; ++i)
+        for (size_t j = 0; j < g.n; ++j) {
+          float& c = g.c[i * g.ldc + j];
+          if (!g.accumulate) c = 0.0f;
+          if (g.bias) c += g.bias[j];
+          if (g.relu) c = std::max(c, 0.0f);
+        }
+      return;
+    }
+    const bool fused = g.rounding == Rounding::fused;
+    if (small_product(g.m, g.n, g.k)) return fused ? gemm_small<true>(g) : gemm_small<false>(g);
+    if (fused)
+      gemm_blocked<true>(g, pool);
+    else
+      gemm_blocked<false>(g, pool);
+  }
+
+  // --- flash attention ---
+
+  // e^x for x ≤ 0 (the only arguments online softmax takes): Cephes' expf polynomial after
+  // x = n·ln2 + r; below −87.3 the result is 0 (as −1e9 and −∞ give).
+  static batch exp_nonpositive(batch x) {
+    const batch clamped = xsimd::max(x, batch(-87.3f));
+    const batch n = xsimd::nearbyint(clamped * batch(1.44269504088896341f));
+    batch r = xsimd::fnma(n, batch(0.693359375f), clamped);
+    r = xsimd::fnma(n, batch(-2.12194440e-4f), r);
+    batch p(1.9875691500e-4f);
+    p = xsimd::fma(p, r, batch(1.3981999507e-3f));
+    p = xsimd::fma(p, r, batch(8.3334519073e-3f));
+    p = xsimd::fma(p, r, batch(4.1665795894e-2f));
+    p = xsimd::fma(p, r, batch(1.6666665459e-1f));
+    p = xsimd::fma(p, r, batch(5.0000001201e-1f));
+    p = xsimd::fma(p * r, r, r) + batch(1.0f);
+    // 2^n through the exponent field. n + 1.5·2^23 holds the integer n in its low bits, which avoids a
+    // float-to-int conversion (saturating in WebAssembly, several instructions in V8).
+    using ibatch = xsimd::batch<int32_t, Arch>;
+    const ibatch n_int = xsimd::bitwise_cast<int32_t>(n + batch(12582912.0f)) - ibatch(0x4B400000);
+    const ibatch bits = (n_int + ibatch(127)) << 23;
+    const batch result = p * xsimd::bitwise_cast<float>(bits);
+    return xsimd::select(x < batch(-87.3f), batch(0.0f), result);
+  }
+
+  static constexpr size_t BR = 4 * MR, BC = 256;  // query rows and keys per block
+  static constexpr float masked = -std::numeric_limits<float>::infinity();
+
+  struct FlashScratch {
+    AlignedFloats<Arch> k, v, q, s, p, o, row;
+  };
+
+  // One (batch, head, query range): K and V packed once, then query blocks stream over key blocks.
+  static void flash_item(const FlashAttention& f, size_t b, size_t h, size_t q_begin, size_t q_end) {
+    thread_local FlashScratch s;
+    const SequenceSpan span = sequence_span(f, b);
+    const size_t D = f.head_dim, stride = f.heads * D, Sk = span.seq_k;
+    const float* kh = f.k + span.k_row * stride + h * D;
+    const float* vh = f.v + span.k_row * stride + h * D;
+    const size_t key_panels = ceil_div(Sk, NR), d_panels = ceil_div(D, NR);
+    float* kp = scratch(s.k, key_panels * D * NR);  // Kᵀ[D, Sk] as NR-key panels
+    for (size_t q = 0; q < key_panels; ++q)
+      pack_bt_panel(kh + q * NR * stride, stride, D, std::min(NR, Sk - q * NR), kp + q * D * NR);
+    const size_t sk_pad = key_panels * NR;
+    float* vp = scratch(s.v, d_panels * sk_pad * NR);  // V[Sk, D] as NR-column panels
+    pack_b_rows(vh, stride, 0, Sk, D, vp, sk_pad * NR);
+    for (size_t i0 = q_begin; i0 < q_end; i0 += BR)
+      flash_block(f, span, h, i0, std::min(BR, q_end - i0), kp, vp, sk_pad, s);
+  }
+
+  static void flash_block(const FlashAttention& f, const SequenceSpan& span, size_t h, size_t i0, size_t br,
+                          const float* kp, const float* vp, size_t sk_pad, FlashScratch& s) {
+    const size_t D = f.head_dim, stride = f.heads * D, Sk = span.seq_k;
+    float* qp = scratch(s.q, a_panels_size(br, D));
+    pack_a(f.q + (span.q_row + i0) * stride + h * D, stride, br, D, f.scale, qp);
+    float* o = scratch(s.o, br * D);
+    std::fill_n(o, br * D, 0.0f);
+    float* m = scratch(s.row, 2 * br);
+    float* l = m + br;
+    std::fill_n(m, br, masked);
+    std::fill_n(l, br, 0.0f);
+    const size_t key_end = f.causal ? std::min(Sk, i0 + br) : Sk;  // later keys are masked for every row
+    float* sc = scratch(s.s, br * BC);
+    float* pp = scratch(s.p, a_panels_size(br, BC));
+    const uint8_t* keep = f.key_keep ? f.key_keep + span.k_row : nullptr;
+    for (size_t k0 = 0; k0 < key_end; k0 += BC) {
+      const size_t kb = std::min(BC, key_end - k0);
+      if (keep && std::find(keep + k0, keep + k0 + kb, uint8_t(1)) == keep + k0 + kb) continue;
+      macro<true>(br, kb, D, qp, kp + (k0 / NR) * D * NR, D * NR, sc, BC, false);
+      mask_scores(f, keep, i0, br, k0, kb, sc);
+      online_softmax(br, kb, sc, m, l, o, D);
+      pack_a(sc, BC, br, kb, 1.0f, pp);
+      macro<true>(br, D, kb, pp, vp + k0 * NR, sk_pad * NR, o, D, true);
+    }
+    write_rows(f, span, h, i0, br, o, l);
+  }
+
+  static void mask_scores(const FlashAttention& f, const uint8_t* keep, size_t i0, size_t br, size_t k0, size_t kb,
+                          float* sc) {
+    for (size_t r = 0; r < br; ++r) {
+      float* row = sc + r * BC;
+      if (keep)
+        for (size_t j = 0; j < kb; ++j) row[j] = keep[k0 + j] ? row[j] : masked;
+      if (f.causal)
+        for (size_t j = std::max(k0, i0 + r + 1); j < k0 + kb; ++j) row[j - k0] = masked;
+    }
+  }
+
+  // Rescales each row's running sum and output by e^(m_old − m_new), then turns the scores into
+  // e^(s − m_new) and adds them to the sum.
+  static void online_softmax(size_t br, size_t kb, float* sc, float* m, float* l, float* o, size_t D) {
+    const size_t kv = kb / L * L;
+    for (size_t r = 0; r < br; ++r) {
+      float* row = sc + r * BC;
+      batch vmax(m[r]);
+      for (size_t j = 0; j < kv; j += L) vmax = xsimd::max(vmax, batch::load_unaligned(row + j));
+      float mx = xsimd::reduce_max(vmax);
+      for (size_t j = kv; j < kb; ++j) mx = std::max(mx, row[j]);
+      if (mx == masked) {  // nothing to attend to yet in this row
+        std::fill_n(row, kb, 0.0f);
+        continue;
+      }
+      const float alpha = exp_nonpositive(batch(m[r] - mx)).get(0);
+      batch sum(0.0f);
+      size_t j = 0;
+      for (; j < kv; j += L) {
+        const batch e = exp_nonpositive(batch::load_unaligned(row + j) - batch(mx));
+        e.store_unaligned(row + j);
+        sum += e;
+      }
+      float total = xsimd::reduce_add(sum);
+      for (; j < kb; ++j) total += row[j] = exp_nonpositive(batch(row[j] - mx)).get(0);
+      l[r] = l[r] * alpha + total;
+      m[r] = mx;
+      if (alpha != 1.0f) scale_row(o + r * D, D, alpha);
+    }
+  }
+
+  static void scale_row(float* x, size_t n, float factor) {
+    size_t j = 0;
+    for (; j + L <= n; j += L) (batch::load_unaligned(x + j) * batch(factor)).store_unaligned(x + j);
+    for (; j < n; ++j) x[j] *= factor;
+  }
+
+  // out = o / l; a row that had no key to attend to is the mean of all values (−1e9 masking).
+  static void write_rows(const FlashAttention& f, const SequenceSpan& span, size_t h, size_t i0, size_t br,
+                         const float* o, const float* l) {
+    const size_t D = f.head_dim, stride = f.heads * D;
+    for (size_t r = 0; r < br; ++r) {
+      float* out = f.out + (span.q_row + i0 + r) * stride + h * D;
+      if (l[r] > 0.0f) {
+        const float inv = 1.0f / l[r];
+        for (size_t d = 0; d < D; ++d) out[d] = o[r * D + d] * inv;
+        continue;
+      }
+      std::fill_n(out, D, 0.0f);
+      for (size_t j = 0; j < span.seq_k; ++j)
+        for (size_t d = 0; d < D; ++d) out[d] += f.v[(span.k_row + j) * stride + h * D + d];
+      for (size_t d = 0; d < D; ++d) out[d] /= float(span.seq_k);
+    }
+  }
+
+  static void flash_attention(const FlashAttention& f, ThreadPool* pool) {
+    const size_t heads = f.batch * f.heads, threads = pool ? pool->size() : 1;
+    size_t longest = 0;
+    for (size_t b = 0; b < f.batch; ++b) longest = std::max(longest, sequence_span(f, b).seq_q);
+    if (longest == 0) return;
+    // Split each head's queries when there are fewer heads than twice the threads.
+    const size_t chunks = std::min(ceil_div(longest, BR), heads >= 2 * threads ? 1 : ceil_div(2 * threads, heads));
+    const size_t chunk_rows = ceil_div(ceil_div(longest, chunks), BR) * BR;
+    run(pool, heads * chunks, [&](size_t item) {
+      const size_t bh = item / chunks, q0 = (item % chunks) * chunk_rows;
+      const size_t sq = sequence_span(f, bh / f.heads).seq_q;
+      if (q0 < sq) flash_item(f, bh / f.heads, bh % f.heads, q0, std::min(sq, q0 + chunk_rows));
+    });
+  }
+
+  static const KernelTable* table(const char* isa) {
+    static const KernelTable t{isa, NR, &pack_b, &gemm, &flash_attention, &fma_peak};
+    return &t;
+  }
+};
+
+}  // namespace simd
+}  // namespace attn

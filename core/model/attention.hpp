@@ -1,0 +1,63 @@
+// The stages of the attention pipeline as functions of the previous tensors, named as in the
+// tutorials. Shapes: batch B, sequence S (query Sq, key Sk), model width d.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/base/tensor.hpp"
+
+namespace attn {
+
+// Embeddings.forward: lut(x) * sqrt(d_model); weight [V, d], ids [B, S] → [B, S, d].
+Tensor embed(const Tensor& weight, const std::vector<int64_t>& ids, size_t batch, size_t seq);
+// PositionalEncoding's table pe[max_len, d] (sin on even columns, cos on odd ones); d must be even.
+Tensor positional_encoding_table(size_t max_len, size_t d_model);
+// x + pe[:S] for x [B, S, d].
+Tensor add_positional_encoding(const Tensor& x, const Tensor& table);
+// nn.Linear: x[..., in] · weightᵀ (+ bias); weight [out, in]; bias null for bias=False.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor* bias = nullptr);
+// Its backward (addmm's): returns grad_x = grad_y · weight; adds grad_yᵀ · x to grad_weight [out, in] and
+// grad_y summed over rows to grad_bias [out] (when non-null), so a parameter used twice accumulates.
+Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& grad_y, Tensor& grad_weight,
+                       Tensor* grad_bias);
+
+enum class MaskKind { none, padding, causal, padding_causal };
+MaskKind parse_mask_kind(const std::string& text);  // none|padding|causal|padding+causal
+inline bool masks_padding(MaskKind kind) { return kind == MaskKind::padding || kind == MaskKind::padding_causal; }
+inline bool masks_future(MaskKind kind) { return kind == MaskKind::causal || kind == MaskKind::padding_causal; }
+std::string mask_kind_name(MaskKind kind);
+// (ids != [PAD]) as [B, S]: True for real tokens.
+MaskTensor padding_mask(const std::vector<int64_t>& ids, size_t batch, size_t seq);
+// The combined mask broadcast to [B, S, S]: 1 = may attend, 0 = masked (logical AND of the kinds).
+MaskTensor attention_mask(MaskKind kind, const std::vector<int64_t>& ids, size_t batch, size_t seq);
+
+// Every intermediate of attention(query, key, value, mask) in the tutorial's order.
+struct AttentionSteps {
+  Tensor scores;             // QKᵀ            [B, Sq, Sk]
+  Tensor scaled_scores;      // ÷ √d_k
+  Tensor masked_scores;      // masked_fill(mask == 0, -1e9); equal to scaled_scores without a mask
+  Tensor attention_weights;  // softmax over keys
+  Tensor attention_output;   // weights · V    [B, Sq, d_v]
+  Tensor dropout_noise;      // training mode: what dropout multiplied the weights by; else 0-dimensional
+};
+class TorchGenerator;
+struct AttentionOptions {
+  const MaskTensor* mask = nullptr;  // [B, Sq, Sk]; null = no mask
+  // nn.MultiheadAttention divides q by √d_k before QKᵀ (then scaled_scores equals scores).
+  bool scale_query_first = false;
+  TorchGenerator* dropout = nullptr;  // training mode: dropout on the weights before · V
+  double dropout_p = 0.0;
+};
+// q [B, Sq, d_k], k [B, Sk, d_k], v [B, Sk, d_v].
+AttentionSteps scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                            const AttentionOptions& options = {});
+struct AttentionGrads {
+  Tensor query, key, value;
+};
+// Its backward from grad_output [B, Sq, d_v], reading what the forward computed (`steps`).
+AttentionGrads scaled_dot_product_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                     const AttentionSteps& steps, const Tensor& grad_output,
+                                                     const AttentionOptions& options = {});
+
+}  // namespace attn

@@ -1,0 +1,61 @@
+// A Hugging Face checkpoint folder's files (config.json, model.safetensors, the tokenizer's files),
+// found by their names, loaded into a model with its own tokenizer, and sentences turned into its input.
+// Both the CLI (a folder or files by name) and the playground (files the user picks) come here.
+#pragma once
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/text/tokenizer_bpe.hpp"
+#include "core/model/pretrained.hpp"
+#include "core/text/tokenizer_wordpiece.hpp"
+
+namespace attn {
+
+struct PretrainedFiles {
+  std::string config, weights, vocab, merges, tokenizer_config;  // paths; vocab: vocab.txt or vocab.json
+};
+
+// Sorts paths by file name: config.json, *.safetensors, vocab.txt / vocab.json, merges.txt,
+// tokenizer_config.json; other files (tokenizer.json, special_tokens_map.json, …) are not needed. A
+// pytorch_model.bin (or any .bin / .pt / .pth) without safetensors is an InputError saying how to
+// convert it; so is a missing config or weights file.
+PretrainedFiles sort_pretrained_files(const std::vector<std::string>& paths);
+PretrainedFiles pretrained_files_in(const std::string& dir);  // the folder's files, sorted so
+// A transformers config.json from its file (InputError naming it for bad JSON or values).
+PretrainedConfig read_pretrained_config(const std::string& path);
+// Whether a JSON config file is a transformers config (has model_type or architectures), not the tutorial's.
+bool is_pretrained_config(const Json& json);
+
+using PretrainedTokenizer = std::variant<WordPieceTokenizer, BytePairTokenizer>;
+size_t tokenizer_size(const PretrainedTokenizer& tokenizer);
+const std::string& tokenizer_token(const PretrainedTokenizer& tokenizer, int64_t id);
+
+struct Pretrained {
+  PretrainedModel model;
+  PretrainedTokenizer tokenizer;
+};
+
+// Reads and checks every file (each reader's InputError names its file): the family from config.json,
+// the tokenizer that family needs (vocab.txt for BERT, vocab.json + merges.txt for GPT-2) and whose ids
+// must fit the embedding.
+Pretrained load_pretrained_files(const PretrainedFiles& files);
+
+struct PretrainedBatch {
+  PretrainedInput input;
+  std::vector<std::vector<std::string>> tokens;  // readable labels, [PAD] where padded
+};
+// Each sentence through the model's tokenizer (BERT: [CLS] … [SEP]; a tab starts a second segment of
+// token type 1), right-padded to the longest with BERT's [PAD] or GPT-2's <|endoftext|>.
+PretrainedBatch tokenize_pretrained(const Pretrained& model, const std::vector<std::string>& sentences);
+
+struct NextToken {
+  int64_t id = 0;
+  std::string token;  // readable
+  double probability = 0;
+};
+// GPT-2's k most likely next tokens after row `row` of a gpt2_forward trace, softmax(logits / temperature).
+std::vector<NextToken> next_tokens(const Pretrained& model, const Trace& trace, const PretrainedInput& input,
+                                   size_t row, size_t k, double temperature);
+
+}  // namespace attn

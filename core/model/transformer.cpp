@@ -1,0 +1,843 @@
+#include "core/model/transformer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "core/base/error.hpp"
+#include "core/kernels/kernels.hpp"
+#include "core/base/memory.hpp"
+
+namespace attn {
+
+// ---------------------------------------------------------------------------------------------
+// Configuration
+// ---------------------------------------------------------------------------------------------
+
+Activation parse_activation(const std::string& text) {
+  if (text == "relu") return Activation::relu;
+  if (text == "gelu") return Activation::gelu;
+  throw InputError("unknown activation '" + text + "' (expected relu or gelu)");
+}
+
+namespace {
+
+// In double: the products can exceed size_t where it is 32 bits (WebAssembly).
+double parameter_floats(const TransformerConfig& c) {
+  const double d = double(c.d_model), ff = double(c.ff_width());
+  const double per_layer = 4 * (d * d + d) + (ff * d + ff) + (d * ff + d) + 4 * d;
+  return double(c.vocab_size) * d + double(c.num_layers) * per_layer + 2 * d +
+         (c.classifier_head ? double(c.num_classes) * (d + 1) : 0.0);
+}
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw InputError(message);
+}
+
+}  // namespace
+
+void validate(const TransformerConfig& c) {
+  require(c.d_model >= 2 && c.d_model % 2 == 0,
+          "d_model must be an even number >= 2 (the sinusoidal positional encoding pairs sin and cos), got " +
+              std::to_string(c.d_model));
+  require(c.num_heads >= 1 && c.d_model % c.num_heads == 0,
+          "num_heads (" + std::to_string(c.num_heads) + ") must divide d_model (" + std::to_string(c.d_model) + ")");
+  require(c.num_layers >= 1, "num_layers must be at least 1");
+  require(c.max_len >= 1, "max_len must be at least 1");
+  require(!c.classifier_head || c.num_classes >= 1, "num_classes must be at least 1");
+  require(c.dropout >= 0.0 && c.dropout < 1.0, "dropout must be in [0, 1), got " + std::to_string(c.dropout));
+  check_fits_in_memory(4.0 * parameter_floats(c) + 4.0 * double(c.max_len) * double(c.d_model), "this model");
+}
+
+TransformerConfig config_from_json(const Json& j) {
+  require(j.is_object(), "model config must be a JSON object");
+  TransformerConfig c;
+  auto size = [&](const std::string& key, size_t& out) {
+    if (!j.contains(key)) return;
+    require(j[key].is_number_unsigned(), "config '" + key + "' must be a non-negative integer");
+    out = j[key].get<size_t>();
+  };
+  auto flag = [&](const std::string& key, bool& out) {
+    if (!j.contains(key)) return;
+    require(j[key].is_boolean(), "config '" + key + "' must be true or false");
+    out = j[key].get<bool>();
+  };
+  static const std::set<std::string> known = {"vocab_size", "d_model", "num_heads", "num_layers", "d_ff",
+                                               "max_len", "num_classes", "dropout", "norm_first", "activation",
+                                               "pooling", "layer_style", "final_norm", "classifier_head"};
+  for (const auto& [key, value] : j.items()) require(known.count(key) != 0, "unknown config key '" + key + "'");
+  size("vocab_size", c.vocab_size);
+  size("d_model", c.d_model);
+  size("num_heads", c.num_heads);
+  size("num_layers", c.num_layers);
+  size("d_ff", c.d_ff);
+  size("max_len", c.max_len);
+  size("num_classes", c.num_classes);
+  if (j.contains("dropout")) {
+    require(j["dropout"].is_number(), "config 'dropout' must be a number");
+    c.dropout = j["dropout"].get<double>();
+  }
+  flag("norm_first", c.norm_first);
+  flag("final_norm", c.final_norm);
+  flag("classifier_head", c.classifier_head);
+  if (j.contains("activation")) {
+    require(j["activation"].is_string(), "config 'activation' must be \"relu\" or \"gelu\"");
+    c.activation = parse_activation(j["activation"].get<std::string>());
+  }
+  if (j.contains("pooling"))
+    require(j["pooling"] == "mean", "config 'pooling' must be \"mean\" (the tutorial's x.mean(dim=1))");
+  if (j.contains("layer_style")) {
+    require(j["layer_style"] == "tutorial" || j["layer_style"] == "torch",
+            "config 'layer_style' must be \"tutorial\" or \"torch\" (nn.TransformerEncoderLayer)");
+    c.layer_style = j["layer_style"] == "torch" ? LayerStyle::torch : LayerStyle::tutorial;
+  }
+  return c;
+}
+
+Json config_to_json(const TransformerConfig& c) {
+  return {{"vocab_size", c.vocab_size},
+          {"d_model", c.d_model},
+          {"num_heads", c.num_heads},
+          {"num_layers", c.num_layers},
+          {"d_ff", c.ff_width()},
+          {"max_len", c.max_len},
+          {"num_classes", c.num_classes},
+          {"dropout", float(c.dropout)},
+          {"norm_first", c.norm_first},
+          {"activation", c.activation == Activation::relu ? "relu" : "gelu"},
+          {"pooling", "mean"},
+          {"layer_style", c.layer_style == LayerStyle::torch ? "torch" : "tutorial"},
+          {"final_norm", c.final_norm},
+          {"classifier_head", c.classifier_head}};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parameters: construction in PyTorch's order, and the state_dict names
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+Linear make_linear(TorchGenerator& g, size_t out_features, size_t in_features) {
+  Linear l{Tensor::from_shape({out_features, in_features}), Tensor::from_shape({out_features})};
+  linear_init(g, l.weight.data(), l.bias.data(), out_features, in_features);
+  return l;
+}
+
+LayerNorm make_layer_norm(size_t d) {
+  return {xt::ones<float>({d}), xt::zeros<float>({d})};
+}
+
+void xavier(TorchGenerator& g, Tensor& w) { xavier_uniform_(g, w.data(), w.shape(0), w.shape(1)); }
+
+Tensor rows(const Tensor& t, size_t begin, size_t count) {
+  Shape shape(t.shape().begin(), t.shape().end());
+  const size_t row = t.size() / shape[0];
+  shape[0] = count;
+  Tensor out = Tensor::from_shape(shape);
+  std::copy_n(t.data() + begin * row, count * row, out.data());
+  return out;
+}
+
+template <class L, class Visit>
+void visit_linear(const std::string& name, L& l, Visit&& visit) {
+  visit(name + ".weight", l.weight);
+  visit(name + ".bias", l.bias);
+}
+
+template <class N, class Visit>
+void visit_norm(const std::string& name, N& n, Visit&& visit) {
+  visit(name + ".weight", n.weight);
+  visit(name + ".bias", n.bias);
+}
+
+// nn.MultiheadAttention's constructor: out_proj, an nn.Linear, draws its init before
+// _reset_parameters draws xavier_uniform_ for the packed [3d, d] in_proj weight and zeroes both biases.
+void init_torch_attention(EncoderLayer& l, size_t d, TorchGenerator& gen) {
+  l.output = make_linear(gen, d, d);
+  Tensor in_proj = Tensor::from_shape({3 * d, d});
+  xavier(gen, in_proj);
+  const Tensor zero = xt::zeros<float>({d});
+  l.query = {rows(in_proj, 0, d), zero};
+  l.key = {rows(in_proj, d, d), zero};
+  l.value = {rows(in_proj, 2 * d, d), zero};
+  l.output.bias = zero;
+}
+
+}  // namespace
+
+Tensor reshaped(Tensor t, const Shape& shape) {
+  t.reshape(shape);
+  return t;
+}
+
+void init_attention(EncoderLayer& layer, size_t d_model, TorchGenerator& gen) {
+  layer.query = make_linear(gen, d_model, d_model);
+  layer.key = make_linear(gen, d_model, d_model);
+  layer.value = make_linear(gen, d_model, d_model);
+  layer.output = make_linear(gen, d_model, d_model);
+}
+
+void init_feed_forward(EncoderLayer& layer, size_t d_model, size_t d_ff, TorchGenerator& gen) {
+  layer.linear1 = make_linear(gen, d_ff, d_model);
+  layer.linear2 = make_linear(gen, d_model, d_ff);
+}
+
+EncoderLayer init_encoder_layer(const TransformerConfig& config, TorchGenerator& gen) {
+  const size_t d = config.d_model;
+  EncoderLayer l;
+  if (config.layer_style == LayerStyle::torch)
+    init_torch_attention(l, d, gen);
+  else
+    init_attention(l, d, gen);
+  init_feed_forward(l, d, config.ff_width(), gen);
+  l.norm1 = make_layer_norm(d);
+  l.norm2 = make_layer_norm(d);
+  return l;
+}
+
+TransformerModel init_encoder(const TransformerConfig& config, TorchGenerator& gen) {
+  validate(config);
+  if (!bare_encoder(config)) throw InputError("a bare encoder has no embedding and no classifier head");
+  TransformerModel m{config, {}, {}, {}, make_layer_norm(config.d_model), {}};
+  if (config.layer_style == LayerStyle::torch)
+    m.layers.assign(config.num_layers, init_encoder_layer(config, gen));
+  else
+    for (size_t i = 0; i < config.num_layers; ++i) m.layers.push_back(init_encoder_layer(config, gen));
+  return m;
+}
+
+TransformerModel init_transformer(const TransformerConfig& config, TorchGenerator& gen) {
+  validate(config);
+  if (config.layer_style != LayerStyle::tutorial)
+    throw InputError("seeded initialisation builds the tutorial's modules; load nn.TransformerEncoderLayer "
+                     "weights from a safetensors file instead");
+  if (config.vocab_size == 0) throw InputError("vocab_size must be at least 1");
+  const size_t d = config.d_model;
+  TransformerModel m{config, Tensor::from_shape({config.vocab_size, d}), {}, {}, {}, {}};
+  embedding_init(gen, m.embedding.data(), config.vocab_size, d, std::nullopt);
+  m.positional_encoding = reshaped(positional_encoding_table(config.max_len, d), {1, config.max_len, d});
+  for (size_t i = 0; i < config.num_layers; ++i) m.layers.push_back(init_encoder_layer(config, gen));
+  m.final_norm = make_layer_norm(d);
+  if (config.classifier_head) m.fc = make_linear(gen, config.num_classes, d);
+  // TransformerClassifier._init_weights: xavier_uniform_ on every parameter with dim > 1, in order.
+  xavier(gen, m.embedding);
+  for (auto& l : m.layers)
+    for (Tensor* w : {&l.query.weight, &l.key.weight, &l.value.weight, &l.output.weight, &l.linear1.weight,
+                      &l.linear2.weight})
+      xavier(gen, *w);
+  if (config.classifier_head) xavier(gen, m.fc.weight);
+  return m;
+}
+
+namespace {
+
+// Calls visit(name, tensor) for every parameter in state_dict order. For torch-style layers the
+// packed in_proj tensors are passed as temporaries through `packed` (pack/unpack around the call).
+template <class Model, class Visit, class Packed>
+void visit_state(Model& m, Visit&& visit, Packed&& packed) {
+  const TransformerConfig& c = m.config;
+  const bool bare = bare_encoder(c);
+  const std::string enc = bare ? "" : "encoder.";
+  if (!bare) {
+    visit("embedding.weight", m.embedding);
+    visit("pos_encoding.pe", m.positional_encoding);  // a buffer, but in the state_dict
+  }
+  for (size_t i = 0; i < m.layers.size(); ++i) {
+    auto& l = m.layers[i];
+    const std::string p = enc + "layers." + std::to_string(i) + ".";
+    if (c.layer_style == LayerStyle::tutorial) {
+      visit_linear(p + "self_attn.W_Q", l.query, visit);
+      visit_linear(p + "self_attn.W_K", l.key, visit);
+      visit_linear(p + "self_attn.W_V", l.value, visit);
+      visit_linear(p + "self_attn.W_O", l.output, visit);
+      visit_linear(p + "ffn.linear1", l.linear1, visit);
+      visit_linear(p + "ffn.linear2", l.linear2, visit);
+    } else {
+      packed(p + "self_attn.in_proj_", l);
+      visit_linear(p + "self_attn.out_proj", l.output, visit);
+      visit_linear(p + "linear1", l.linear1, visit);
+      visit_linear(p + "linear2", l.linear2, visit);
+    }
+    visit_norm(p + "norm1", l.norm1, visit);
+    visit_norm(p + "norm2", l.norm2, visit);
+  }
+  if (c.final_norm) visit_norm(enc + "norm", m.final_norm, visit);
+  if (c.classifier_head) visit_linear("fc", m.fc, visit);
+}
+
+Shape expected_shape(const TransformerConfig& c, const std::string& name) {
+  const size_t d = c.d_model, ff = c.ff_width();
+  auto ends = [&](const std::string& suffix) {
+    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (name == "embedding.weight") return {c.vocab_size, d};
+  if (name == "pos_encoding.pe") return {1, c.max_len, d};
+  if (name == "fc.weight") return {c.num_classes, d};
+  if (name == "fc.bias") return {c.num_classes};
+  if (ends("in_proj_weight")) return {3 * d, d};
+  if (ends("in_proj_bias")) return {3 * d};
+  if (ends("linear1.weight")) return {ff, d};
+  if (ends("linear1.bias")) return {ff};
+  if (ends("linear2.weight")) return {d, ff};
+  if (ends(".weight") && name.find("norm") == std::string::npos) return {d, d};
+  return {d};
+}
+
+}  // namespace
+
+void for_each_state(const TransformerModel& model, const StateVisitor& visit) {
+  auto stacked = [&](const std::string& name, const std::vector<const Tensor*>& parts) {
+    Shape shape(parts[0]->shape().begin(), parts[0]->shape().end());
+    shape[0] = 0;
+    for (const Tensor* t : parts) shape[0] += t->shape(0);
+    visit(name, shape, parts);
+  };
+  visit_state(
+      model, [&](const std::string& name, const Tensor& t) { stacked(name, {&t}); },
+      [&](const std::string& p, const EncoderLayer& l) {
+        stacked(p + "weight", {&l.query.weight, &l.key.weight, &l.value.weight});
+        stacked(p + "bias", {&l.query.bias, &l.key.bias, &l.value.bias});
+      });
+}
+
+std::vector<std::pair<std::string, Tensor*>> parameters(TransformerModel& model) {
+  std::vector<std::pair<std::string, Tensor*>> out;
+  visit_state(
+      model,
+      [&](const std::string& name, Tensor& t) {
+        if (name != "pos_encoding.pe") out.emplace_back(name, &t);
+      },
+      [&](const std::string& p, EncoderLayer& l) {
+        for (const char* kind : {"weight", "bias"}) {
+          const bool weight = kind[0] == 'w';
+          out.emplace_back(p + kind + ".q", weight ? &l.query.weight : &l.query.bias);
+          out.emplace_back(p + kind + ".k", weight ? &l.key.weight : &l.key.bias);
+          out.emplace_back(p + kind + ".v", weight ? &l.value.weight : &l.value.bias);
+        }
+      });
+  return out;
+}
+
+std::vector<NamedTensor> state_dict(const TransformerModel& model) {
+  std::vector<NamedTensor> out;
+  for_each_state(model, [&](const std::string& name, const Shape& shape, const std::vector<const Tensor*>& parts) {
+    if (parts.size() == 1) return out.push_back({name, *parts[0]});
+    Tensor t = Tensor::from_shape(shape);
+    float* dst = t.data();
+    for (const Tensor* part : parts) dst = std::copy(part->begin(), part->end(), dst);
+    out.push_back({name, std::move(t)});
+  });
+  return out;
+}
+
+TransformerModel load_transformer(const TransformerConfig& config, const std::vector<NamedTensor>& tensors) {
+  validate(config);
+  std::map<std::string, const Tensor*> given;
+  for (const auto& t : tensors) given[t.name] = &t.value;
+  TransformerModel m{config, {}, {}, std::vector<EncoderLayer>(config.num_layers), {}, {}};
+  std::vector<std::string> missing, wrong_shape;
+  std::set<std::string> used;
+  auto take = [&](const std::string& name, Tensor& slot) {
+    auto it = given.find(name);
+    if (it == given.end()) return missing.push_back(name);
+    used.insert(name);
+    const Shape want = expected_shape(config, name);
+    if (Shape(it->second->shape().begin(), it->second->shape().end()) != want) {
+      std::string got;
+      for (size_t s : it->second->shape()) got += (got.empty() ? "" : ", ") + std::to_string(s);
+      std::string need;
+      for (size_t s : want) need += (need.empty() ? "" : ", ") + std::to_string(s);
+      return wrong_shape.push_back(name + " [" + got + "], expected [" + need + "]");
+    }
+    slot = *it->second;
+  };
+  visit_state(m, take, [&](const std::string& p, EncoderLayer& l) {
+    Tensor w, b;
+    take(p + "weight", w);
+    take(p + "bias", b);
+    if (w.dimension() != 2 || b.dimension() != 1) return;
+    const size_t d = config.d_model;
+    l.query = {rows(w, 0, d), rows(b, 0, d)};
+    l.key = {rows(w, d, d), rows(b, d, d)};
+    l.value = {rows(w, 2 * d, d), rows(b, 2 * d, d)};
+  });
+  std::vector<std::string> unexpected;
+  for (const auto& t : tensors)
+    if (!used.count(t.name)) unexpected.push_back(t.name);
+  if (!missing.empty() || !unexpected.empty() || !wrong_shape.empty()) {
+    std::string msg = "weights do not match the model";
+    auto list = [&](const char* what, const std::vector<std::string>& names) {
+      if (names.empty()) return;
+      msg += std::string("; ") + what + ":";
+      for (const auto& n : names) msg += " " + n;
+    };
+    list("missing", missing);
+    list("unexpected", unexpected);
+    list("wrong shape", wrong_shape);
+    throw InputError(msg);
+  }
+  return m;
+}
+
+size_t parameter_count(const TransformerModel& model) {
+  size_t n = 0;
+  for_each_state(model, [&](const std::string& name, const Shape&, const std::vector<const Tensor*>& parts) {
+    if (name == "pos_encoding.pe") return;  // a buffer, not a parameter
+    for (const Tensor* t : parts) n += t->size();
+  });
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Forward passes, each with its backward beside it. A backward reads what its forward saved (the
+// tensors autograd saves) and adds parameter gradients to `grads`, a model of the same shape.
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+void record(Trace* trace, const std::string& name, const Tensor& t) {
+  if (trace) trace->record(name, t);
+}
+
+// F.dropout in training mode (gen non-null); `noise` receives its noise, which the backward multiplies
+// the gradient by. In evaluation mode, or with p = 0, nothing is drawn and `noise` stays 0-dimensional
+// (a default Tensor, whose size() is 1).
+void dropout(TorchGenerator* gen, Tensor& x, double p, Tensor* noise = nullptr) {
+  if (!gen || p <= 0) return;
+  if (noise) *noise = Tensor::from_shape(x.shape());
+  gen->dropout_(x.data(), x.size(), p, noise ? noise->data() : nullptr);
+}
+
+void dropout_backward(Tensor& grad, const Tensor& noise) {
+  if (noise.dimension()) attn::multiply(grad.data(), noise.data(), grad.data(), grad.size());
+}
+
+double gelu_cdf(double x) { return 0.5 * (1.0 + std::erf(x * 0.70710678118654752440)); }
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  Tensor out = Tensor::from_shape(a.shape());
+  attn::add(a.data(), b.data(), out.data(), a.size());
+  return out;
+}
+
+// [B, H, S, dk] → [B, S, H·dk]
+Tensor merge_heads(const Tensor& x) {
+  const size_t B = x.shape(0), H = x.shape(1), S = x.shape(2), dk = x.shape(3);
+  Tensor out = Tensor::from_shape({B, S, H * dk});
+  for (size_t b = 0; b < B; ++b)
+    for (size_t h = 0; h < H; ++h)
+      for (size_t s = 0; s < S; ++s)
+        std::copy_n(x.data() + ((b * H + h) * S + s) * dk, dk, out.data() + ((b * S + s) * H + h) * dk);
+  return out;
+}
+
+void activate(Tensor& x, Activation activation) {
+  for (float& v : x) {
+    if (activation == Activation::relu)
+      v = v < 0.0f ? 0.0f : v;
+    else  // exact GELU: x · Φ(x)
+      v = float(double(v) * gelu_cdf(double(v)));
+  }
+}
+
+namespace {
+
+void add_to(Tensor& into, const Tensor& add_this) {
+  attn::add(into.data(), add_this.data(), into.data(), into.size());
+}
+
+// ReLU: the gradient where the input was positive; GELU: × (Φ(x) + x·φ(x)).
+void activate_backward(Tensor& grad, const Tensor& input, Activation activation) {
+  for (size_t i = 0; i < grad.size(); ++i) {
+    const double x = input.data()[i];
+    if (activation == Activation::relu)
+      grad.data()[i] = x > 0 ? grad.data()[i] : 0.0f;
+    else
+      grad.data()[i] = float(grad.data()[i] * (gelu_cdf(x) + x * std::exp(-0.5 * x * x) * 0.39894228040143267794));
+  }
+}
+
+}  // namespace
+
+Tensor split_heads(const Tensor& x, size_t heads) {
+  const size_t B = x.shape(0), S = x.shape(1), dk = x.shape(2) / heads;
+  Tensor out = Tensor::from_shape({B, heads, S, dk});
+  for (size_t b = 0; b < B; ++b)
+    for (size_t s = 0; s < S; ++s)
+      for (size_t h = 0; h < heads; ++h)
+        std::copy_n(x.data() + ((b * S + s) * heads + h) * dk, dk, out.data() + ((b * heads + h) * S + s) * dk);
+  return out;
+}
+
+namespace {
+
+// A row's mean and 1/√(var + eps), in double: within an ulp of PyTorch's float Welford.
+std::pair<double, double> moments(const float* x, size_t d, float eps) {
+  double mean = 0, var = 0;
+  for (size_t i = 0; i < d; ++i) mean += x[i];
+  mean /= double(d);
+  for (size_t i = 0; i < d; ++i) var += (x[i] - mean) * (x[i] - mean);
+  return {mean, 1.0 / std::sqrt(var / double(d) + double(eps))};
+}
+
+}  // namespace
+
+Tensor layer_norm(const Tensor& x, const LayerNorm& norm, float eps) {
+  const size_t d = x.shape().back(), rows_count = x.size() / d;
+  Tensor out = Tensor::from_shape(x.shape());
+  const float *weight = norm.weight.data(), *bias = norm.bias.data();  // raw: the loop then vectorises
+  for (size_t r = 0; r < rows_count; ++r) {
+    const float* in = x.data() + r * d;
+    float* y = out.data() + r * d;
+    const auto [mean, rstd] = moments(in, d, eps);
+    for (size_t i = 0; i < d; ++i) y[i] = float((in[i] - mean) * rstd * double(weight[i]) + double(bias[i]));
+  }
+  return out;
+}
+
+// With x̂ = (x − mean)·rstd and g = grad_y·γ: grad_x = rstd·(g − mean(g) − x̂·mean(g·x̂)); grad_γ = Σ grad_y·x̂,
+// grad_β = Σ grad_y over rows. In double, rounded once.
+Tensor layer_norm_backward(const Tensor& x, const LayerNorm& norm, const Tensor& grad_y, LayerNorm& grads,
+                           float eps) {
+  const size_t d = x.shape().back(), rows_count = x.size() / d;
+  Tensor grad_x = Tensor::from_shape(x.shape());
+  std::vector<double> grad_weight(d), grad_bias(d), x_hat(d), g(d);
+  const float* weight = norm.weight.data();
+  for (size_t r = 0; r < rows_count; ++r) {
+    const float *in = x.data() + r * d, *dy = grad_y.data() + r * d;
+    const auto [mean, rstd] = moments(in, d, eps);
+    double mean_g = 0, mean_g_x_hat = 0;
+    for (size_t i = 0; i < d; ++i) {
+      x_hat[i] = (in[i] - mean) * rstd;
+      g[i] = double(dy[i]) * double(weight[i]);
+      mean_g += g[i];
+      mean_g_x_hat += g[i] * x_hat[i];
+      grad_weight[i] += double(dy[i]) * x_hat[i];
+      grad_bias[i] += dy[i];
+    }
+    mean_g /= double(d);
+    mean_g_x_hat /= double(d);
+    for (size_t i = 0; i < d; ++i)
+      grad_x.data()[r * d + i] = float(rstd * (g[i] - mean_g - x_hat[i] * mean_g_x_hat));
+  }
+  for (size_t i = 0; i < d; ++i) {
+    grads.weight(i) += float(grad_weight[i]);
+    grads.bias(i) += float(grad_bias[i]);
+  }
+  return grad_x;
+}
+
+namespace {
+
+// [B, Sq, Sk] repeated for every head: [B·H, Sq, Sk].
+MaskTensor head_mask(const MaskTensor& mask, size_t heads) {
+  const size_t B = mask.shape(0), Sq = mask.shape(1), Sk = mask.shape(2);
+  MaskTensor out = MaskTensor::from_shape({B * heads, Sq, Sk});
+  for (size_t b = 0; b < B; ++b)
+    for (size_t h = 0; h < heads; ++h) std::copy_n(mask.data() + b * Sq * Sk, Sq * Sk, out.data() + (b * heads + h) * Sq * Sk);
+  return out;
+}
+
+AttentionOptions attention_options(const TransformerConfig& config, const MaskTensor* head_mask,
+                                   TorchGenerator* dropout_gen) {
+  AttentionOptions options;
+  options.mask = head_mask;
+  options.scale_query_first = config.layer_style == LayerStyle::torch;
+  // nn.MultiheadAttention drops attention weights; the tutorial's MultiHeadAttention never uses its dropout.
+  if (config.layer_style == LayerStyle::torch) options.dropout = dropout_gen;
+  options.dropout_p = config.dropout;
+  return options;
+}
+
+// multi_head_attention, in training mode when `dropout_gen` is non-null.
+Tensor attend(const EncoderLayer& layer, const TransformerConfig& config, const Tensor& q_in, const Tensor& kv_in,
+              const MaskTensor* mask, TorchGenerator* dropout_gen, Trace* trace, const std::string& prefix,
+              AttentionSaved* saved) {
+  const size_t B = q_in.shape(0), Sq = q_in.shape(1), Sk = kv_in.shape(1), H = config.num_heads;
+  const size_t dk = config.head_dim();
+  Tensor q = split_heads(linear(q_in, layer.query.weight, &layer.query.bias), H);
+  Tensor k = split_heads(linear(kv_in, layer.key.weight, &layer.key.bias), H);
+  Tensor v = split_heads(linear(kv_in, layer.value.weight, &layer.value.bias), H);
+  record(trace, prefix + "query", q);
+  record(trace, prefix + "key", k);
+  record(trace, prefix + "value", v);
+  const MaskTensor heads_mask = mask ? head_mask(*mask, H) : MaskTensor();
+  const AttentionOptions options = attention_options(config, mask ? &heads_mask : nullptr, dropout_gen);
+  q = reshaped(std::move(q), {B * H, Sq, dk});
+  k = reshaped(std::move(k), {B * H, Sk, dk});
+  v = reshaped(std::move(v), {B * H, Sk, dk});
+  AttentionSteps a = scaled_dot_product_attention(q, k, v, options);
+  // The trace takes the steps' tensors, but copies the weights, which the backward reads.
+  if (trace) {
+    record(trace, prefix + "scores", reshaped(std::move(a.scores), {B, H, Sq, Sk}));
+    record(trace, prefix + "attention_weights",
+           reshaped(saved ? Tensor(a.attention_weights) : std::move(a.attention_weights), {B, H, Sq, Sk}));
+  }
+  a.scores = a.scaled_scores = a.masked_scores = Tensor();  // the backward reads only the weights and the noise
+  Tensor merged = merge_heads(reshaped(std::move(a.attention_output), {B, H, Sq, dk}));
+  record(trace, prefix + "attention_output", merged);
+  Tensor out = linear(merged, layer.output.weight, &layer.output.bias);
+  record(trace, prefix + "output", out);
+  if (saved) *saved = {q_in, std::move(q), std::move(k), std::move(v), std::move(a), std::move(merged)};
+  return out;
+}
+
+// Heads [B·H, S, dk] as [B, S, H·dk], the projections' output layout.
+Tensor merged_heads(Tensor t, size_t batch, size_t heads) {
+  const size_t S = t.shape(1), dk = t.shape(2);
+  return merge_heads(reshaped(std::move(t), {batch, heads, S, dk}));
+}
+
+// The self-attention's backward: W_O, the heads, attention, then W_Q, W_K and W_V, whose input gradients
+// add up (the input fed all three).
+Tensor attend_backward(const EncoderLayer& layer, const TransformerConfig& config, const AttentionSaved& saved,
+                       const MaskTensor* mask, const Tensor& grad_output, EncoderLayer& grads) {
+  const size_t B = saved.input.shape(0), S = saved.input.shape(1), H = config.num_heads;
+  const Tensor grad_merged =
+      linear_backward(saved.merged, layer.output.weight, grad_output, grads.output.weight, &grads.output.bias);
+  const MaskTensor heads_mask = mask ? head_mask(*mask, H) : MaskTensor();
+  const AttentionGrads g = scaled_dot_product_attention_backward(
+      saved.query, saved.key, saved.value, saved.steps,
+      reshaped(split_heads(grad_merged, H), {B * H, S, config.head_dim()}),
+      attention_options(config, mask ? &heads_mask : nullptr, nullptr));
+  Tensor grad_input = linear_backward(saved.input, layer.value.weight, merged_heads(g.value, B, H),
+                                      grads.value.weight, &grads.value.bias);
+  add_to(grad_input, linear_backward(saved.input, layer.key.weight, merged_heads(g.key, B, H),
+                                         grads.key.weight, &grads.key.bias));
+  add_to(grad_input, linear_backward(saved.input, layer.query.weight, merged_heads(g.query, B, H),
+                                         grads.query.weight, &grads.query.bias));
+  return grad_input;
+}
+
+Tensor feed_forward_impl(const EncoderLayer& layer, const TransformerConfig& config, const Tensor& x,
+                         TorchGenerator* dropout_gen, Trace* trace, const std::string& prefix, FeedForwardSaved* saved) {
+  Tensor hidden = linear(x, layer.linear1.weight, &layer.linear1.bias);
+  Tensor h = hidden;
+  activate(h, config.activation);
+  Tensor noise;
+  dropout(dropout_gen, h, config.dropout, &noise);
+  Tensor out = linear(h, layer.linear2.weight, &layer.linear2.bias);
+  record(trace, prefix + "output", out);
+  if (saved) *saved = {x, std::move(hidden), std::move(h), std::move(noise)};
+  return out;
+}
+
+Tensor feed_forward_backward(const EncoderLayer& layer, const TransformerConfig& config, const FeedForwardSaved& saved,
+                             const Tensor& grad_output, EncoderLayer& grads) {
+  Tensor grad = linear_backward(saved.activated, layer.linear2.weight, grad_output, grads.linear2.weight,
+                                &grads.linear2.bias);
+  dropout_backward(grad, saved.noise);
+  activate_backward(grad, saved.hidden, config.activation);
+  return linear_backward(saved.input, layer.linear1.weight, grad, grads.linear1.weight, &grads.linear1.bias);
+}
+
+}  // namespace
+
+Tensor multi_head_attention(const EncoderLayer& layer, const TransformerConfig& config, const Tensor& q_in,
+                            const Tensor& kv_in, const MaskTensor* mask, Trace* trace, const std::string& prefix) {
+  return attend(layer, config, q_in, kv_in, mask, nullptr, trace, prefix, nullptr);
+}
+
+Tensor feed_forward(const EncoderLayer& layer, const TransformerConfig& config, const Tensor& x,
+                    TorchGenerator* dropout_gen, Trace* trace, const std::string& prefix) {
+  return feed_forward_impl(layer, config, x, dropout_gen, trace, prefix, nullptr);
+}
+
+Tensor encoder_forward(const TransformerModel& model, Tensor x, const MaskTensor* mask, TorchGenerator* dropout_gen,
+                       Trace* trace, EncoderSaved* saved) {
+  const TransformerConfig& c = model.config;
+  if (saved) saved->layers.assign(model.layers.size(), {});
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    const EncoderLayer& l = model.layers[i];
+    const std::string p = "layers." + std::to_string(i) + ".";
+    EncoderLayerSaved scratch;
+    EncoderLayerSaved& s = saved ? saved->layers[i] : scratch;
+    AttentionSaved* attention_saved = saved ? &s.attention : nullptr;
+    FeedForwardSaved* ffn_saved = saved ? &s.feed_forward : nullptr;
+    Tensor* attention_noise = saved ? &s.attention_noise : nullptr;
+    Tensor* ffn_noise = saved ? &s.feed_forward_noise : nullptr;
+    if (c.norm_first) {
+      if (saved) s.norm1_input = x;
+      const Tensor h = layer_norm(x, l.norm1);
+      record(trace, p + "norm1", h);
+      Tensor a = attend(l, c, h, h, mask, dropout_gen, trace, p + "self_attn.", attention_saved);
+      dropout(dropout_gen, a, c.dropout, attention_noise);
+      x = add(x, a);
+      if (saved) s.norm2_input = x;
+      const Tensor h2 = layer_norm(x, l.norm2);
+      record(trace, p + "norm2", h2);
+      Tensor f = feed_forward_impl(l, c, h2, dropout_gen, trace, p + "ffn.", ffn_saved);
+      dropout(dropout_gen, f, c.dropout, ffn_noise);
+      x = add(x, f);
+    } else {
+      Tensor a = attend(l, c, x, x, mask, dropout_gen, trace, p + "self_attn.", attention_saved);
+      dropout(dropout_gen, a, c.dropout, attention_noise);
+      x = add(x, a);
+      if (saved) s.norm1_input = x;
+      x = layer_norm(x, l.norm1);
+      record(trace, p + "norm1", x);
+      Tensor f = feed_forward_impl(l, c, x, dropout_gen, trace, p + "ffn.", ffn_saved);
+      dropout(dropout_gen, f, c.dropout, ffn_noise);
+      x = add(x, f);
+      if (saved) s.norm2_input = x;
+      x = layer_norm(x, l.norm2);
+      record(trace, p + "norm2", x);
+    }
+    record(trace, p + "output", x);
+  }
+  if (saved) saved->final_norm_input = x;
+  return c.final_norm ? layer_norm(x, model.final_norm) : x;
+}
+
+Tensor encoder_backward(const TransformerModel& model, const EncoderSaved& saved, const MaskTensor* mask,
+                        const Tensor& grad_output, TransformerModel& grads) {
+  const TransformerConfig& c = model.config;
+  Tensor grad = c.final_norm ? layer_norm_backward(saved.final_norm_input, model.final_norm, grad_output, grads.final_norm)
+                             : grad_output;
+  for (size_t i = model.layers.size(); i-- > 0;) {
+    const EncoderLayer& l = model.layers[i];
+    const EncoderLayerSaved& s = saved.layers[i];
+    EncoderLayer& g = grads.layers[i];
+    // Each residual block: grad flows to its input directly and through its branch.
+    auto branch = [&](const Tensor& grad_out, const Tensor& noise, auto&& backward) {
+      Tensor grad_branch = grad_out;
+      dropout_backward(grad_branch, noise);
+      return backward(grad_branch);
+    };
+    auto ffn_back = [&](const Tensor& gb) { return feed_forward_backward(l, c, s.feed_forward, gb, g); };
+    auto attn_back = [&](const Tensor& gb) { return attend_backward(l, c, s.attention, mask, gb, g); };
+    if (c.norm_first) {
+      Tensor through = layer_norm_backward(s.norm2_input, l.norm2, branch(grad, s.feed_forward_noise, ffn_back), g.norm2);
+      add_to(grad, through);
+      through = layer_norm_backward(s.norm1_input, l.norm1, branch(grad, s.attention_noise, attn_back), g.norm1);
+      add_to(grad, through);
+    } else {
+      grad = layer_norm_backward(s.norm2_input, l.norm2, grad, g.norm2);
+      add_to(grad, branch(grad, s.feed_forward_noise, ffn_back));
+      grad = layer_norm_backward(s.norm1_input, l.norm1, grad, g.norm1);
+      add_to(grad, branch(grad, s.attention_noise, attn_back));
+    }
+  }
+  return grad;
+}
+
+// A model without embedding and head is a bare nn.TransformerEncoder: its names have no "encoder.".
+bool bare_encoder(const TransformerConfig& c) { return c.vocab_size == 0 && !c.classifier_head; }
+
+Tensor classifier_input(const TransformerModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
+                        TorchGenerator* dropout_gen, Trace& t, Tensor* noise) {
+  const TransformerConfig& c = model.config;
+  if (bare_encoder(c)) throw InputError("this model has no embedding: it takes vectors, not token ids");
+  if (seq > c.max_len)
+    throw InputError("a sequence has " + std::to_string(seq) + " tokens, more than max_len " + std::to_string(c.max_len));
+  Tensor id_tensor = Tensor::from_shape({batch, seq});
+  std::copy(ids.begin(), ids.end(), id_tensor.begin());
+  t.record("token_ids", id_tensor, PrintDtype::int64);
+  t.record("embedding", embed(model.embedding, ids, batch, seq));
+  // pe[:, :S] of the model's buffer, as PositionalEncoding.forward takes it (sin and cos of the whole
+  // [max_len, d/2] table in PyTorch's vectors of 8, whose lanes can share a branch across rows).
+  Tensor table = Tensor::from_shape({seq, c.d_model});
+  std::copy_n(model.positional_encoding.data(), table.size(), table.data());
+  t.record("positional_encoding", reshaped(table, {1, seq, c.d_model}));
+  Tensor x = add_positional_encoding(t.at("embedding"), table);
+  dropout(dropout_gen, x, c.dropout, noise);
+  t.record("embedded", x);
+  return x;
+}
+
+void classifier_output(const TransformerModel& model, const Tensor& x, Trace& t) {
+  t.record("encoder_output", x);
+  if (!model.config.classifier_head) return;
+  const size_t batch = x.shape(0), seq = x.shape(1), d = x.shape(2);
+  Tensor pooled = Tensor::from_shape({batch, d});  // x.mean(dim=1)
+  for (size_t b = 0; b < batch; ++b)
+    for (size_t i = 0; i < d; ++i) {
+      float sum = 0.0f;
+      for (size_t s = 0; s < seq; ++s) sum = sum + x(b, s, i);
+      pooled(b, i) = sum / float(seq);
+    }
+  t.record("pooled", pooled);
+  t.record("logits", linear(pooled, model.fc.weight, &model.fc.bias));
+}
+
+Trace classify(const TransformerModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
+               MaskKind mask_kind, TorchGenerator* dropout_gen) {
+  Trace t;
+  Tensor x = classifier_input(model, ids, batch, seq, dropout_gen, t);
+  const MaskTensor mask = attention_mask(mask_kind, ids, batch, seq);
+  x = encoder_forward(model, x, mask_kind == MaskKind::none ? nullptr : &mask, dropout_gen, &t);
+  classifier_output(model, x, t);
+  return t;
+}
+
+Tensor classifier_forward(const TransformerModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
+                          MaskKind mask_kind, TorchGenerator* dropout_gen, ClassifierSaved& saved) {
+  if (!model.config.classifier_head) throw InputError("this model has no classifier head to train");
+  Trace t;
+  saved = {ids, batch, seq, mask_kind, attention_mask(mask_kind, ids, batch, seq), {}, {}, {}};
+  Tensor x = classifier_input(model, ids, batch, seq, dropout_gen, t, &saved.embedded_noise);
+  x = encoder_forward(model, x, mask_kind == MaskKind::none ? nullptr : &saved.mask, dropout_gen, nullptr,
+                      &saved.encoder);
+  classifier_output(model, x, t);
+  saved.pooled = t.at("pooled");
+  return t.at("logits");
+}
+
+// fc, mean pooling (÷ S to every position), the encoder, dropout, then the embedding rows (× √d_model,
+// added per occurrence); the positional table is a buffer and gets no gradient.
+void classifier_backward(const TransformerModel& model, const ClassifierSaved& saved, const Tensor& grad_logits,
+                         TransformerModel& grads) {
+  const size_t B = saved.batch, S = saved.seq, d = model.config.d_model;
+  const Tensor grad_pooled = linear_backward(saved.pooled, model.fc.weight, grad_logits, grads.fc.weight, &grads.fc.bias);
+  Tensor grad = Tensor::from_shape({B, S, d});
+  for (size_t b = 0; b < B; ++b)
+    for (size_t s = 0; s < S; ++s)
+      for (size_t i = 0; i < d; ++i) grad(b, s, i) = grad_pooled(b, i) / float(S);
+  grad = encoder_backward(model, saved.encoder, saved.mask_kind == MaskKind::none ? nullptr : &saved.mask, grad, grads);
+  dropout_backward(grad, saved.embedded_noise);
+  multiply_scalar(grad.data(), grad.size(), float(std::sqrt(double(d))));
+  for (size_t t = 0; t < B * S; ++t)
+    attn::add(grads.embedding.data() + size_t(saved.ids[t]) * d, grad.data() + t * d,
+              grads.embedding.data() + size_t(saved.ids[t]) * d, d);
+}
+
+TransformerModel zeros_like(const TransformerModel& model) {
+  TransformerModel g = model;
+  auto zero = [](Tensor& t) { t.fill(0.0f); };
+  visit_state(
+      g, [&](const std::string&, Tensor& t) { zero(t); },
+      [&](const std::string&, EncoderLayer& l) {
+        for (Linear* part : {&l.query, &l.key, &l.value}) zero(part->weight), zero(part->bias);
+      });
+  return g;
+}
+
+// log_softmax in double; the loss is (1 − ε)·nll + ε·mean over classes of −log p, averaged over the batch,
+// and its gradient (softmax − ((1 − ε)·onehot + ε/C)) / B.
+float cross_entropy(const Tensor& logits, const std::vector<int64_t>& labels, double label_smoothing, Tensor* grad) {
+  const size_t B = logits.shape(0), C = logits.shape(1);
+  if (grad) *grad = Tensor::from_shape({B, C});
+  double total = 0;
+  for (size_t b = 0; b < B; ++b) {
+    if (labels[b] < 0 || size_t(labels[b]) >= C)
+      throw InputError("label " + std::to_string(labels[b]) + " is outside [0, " + std::to_string(C) + ")");
+    const float* x = logits.data() + b * C;
+    const double max = *std::max_element(x, x + C);
+    double sum = 0;
+    for (size_t c = 0; c < C; ++c) sum += std::exp(x[c] - max);
+    const double log_sum = max + std::log(sum);
+    double smooth = 0;
+    for (size_t c = 0; c < C; ++c) {
+      smooth -= x[c] - log_sum;
+      const double target = (1 - label_smoothing) * (size_t(labels[b]) == c) + label_smoothing / double(C);
+      if (grad) grad->data()[b * C + c] = float((std::exp(x[c] - log_sum) - target) / double(B));
+    }
+    total += (1 - label_smoothing) * (log_sum - x[labels[b]]) + label_smoothing * smooth / double(C);
+  }
+  return float(total / double(B));
+}
+
+}  // namespace attn

@@ -1,0 +1,147 @@
+#include "core/train/train.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/base/error.hpp"
+#include "core/kernels/kernels.hpp"
+
+namespace attn::train {
+
+namespace {
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw InputError(message);
+}
+
+std::vector<ParamSlot> slots(TransformerModel& model, TransformerModel& grads) {
+  const auto values = parameters(model), gradients = parameters(grads);
+  std::vector<ParamSlot> out;
+  for (size_t i = 0; i < values.size(); ++i)
+    out.push_back({values[i].first, values[i].second->data(), gradients[i].second->data(), values[i].second->size()});
+  return out;
+}
+
+size_t correct(const Tensor& logits, const std::vector<int64_t>& labels) {
+  const size_t classes = logits.shape(1);
+  size_t n = 0;
+  for (size_t b = 0; b < labels.size(); ++b) {
+    const float* row = logits.data() + b * classes;
+    n += size_t(std::max_element(row, row + classes) - row) == size_t(labels[b]);  // torch.argmax: first max
+  }
+  return n;
+}
+
+}  // namespace
+
+void validate(const TrainSettings& s) {
+  require(s.steps >= 1, "steps must be at least 1");
+  require(s.batch_size >= 1, "batch size must be at least 1");
+  require(s.threads >= 1, "threads must be at least 1");
+  require(std::isfinite(s.clip_grad_norm) && s.clip_grad_norm >= 0,
+          "clip-grad-norm must be a finite number >= 0 (0: no clipping)");
+  require(s.label_smoothing >= 0 && s.label_smoothing <= 1, "label smoothing must be in [0, 1]");
+  require(s.schedule.warmup <= s.steps, "warmup (" + std::to_string(s.schedule.warmup) +
+                                            " steps) is longer than the run (" + std::to_string(s.steps) + " steps)");
+  validate(s.optimizer);
+}
+
+Json record_json(const StepRecord& r) {
+  return {{"step", r.step}, {"loss", r.loss}, {"accuracy", r.accuracy}, {"lr", r.lr}, {"grad_norm", r.grad_norm}};
+}
+
+Json record_json(const EvalRecord& r) {
+  return {{"step", r.step}, {"val_loss", r.loss}, {"val_accuracy", r.accuracy}};
+}
+
+// The mean loss over items (each batch's mean weighted by its size) and the share predicted right.
+EvalRecord evaluate(const TransformerModel& model, const std::vector<LabelledItem>& items, MaskKind mask,
+                    size_t batch_size) {
+  EvalRecord r;
+  double loss = 0;
+  size_t right = 0;
+  for (size_t begin = 0; begin < items.size(); begin += batch_size) {
+    std::vector<size_t> indices;
+    for (size_t i = begin; i < std::min(items.size(), begin + batch_size); ++i) indices.push_back(i);
+    const TrainBatch b = make_batch(items, indices);
+    const Tensor logits = classify(model, b.ids, b.batch, b.seq, mask, nullptr).at("logits");
+    loss += double(cross_entropy(logits, b.labels, 0.0, nullptr)) * double(b.batch);
+    right += correct(logits, b.labels);
+  }
+  r.loss = float(loss / double(items.size()));
+  r.accuracy = double(right) / double(items.size());
+  return r;
+}
+
+Trainer::Trainer(TransformerModel model, std::vector<LabelledItem> train_items, TrainSettings settings,
+                 TorchGenerator dropout)
+    : model_(std::move(model)),
+      grads_(zeros_like(model_)),
+      items_(std::move(train_items)),
+      settings_((validate(settings), settings)),
+      dropout_(std::move(dropout)),
+      pool_(settings_.threads > 1 ? std::make_unique<ThreadPool>(settings_.threads) : nullptr),
+      optimizer_(settings_.optimizer),
+      order_(items_.size(), settings_.batch_size, settings_.shuffle, settings_.seed) {
+  check_labels(items_, model_.config.num_classes);
+  settings_.schedule.total = settings_.steps;
+}
+
+EvalRecord Trainer::evaluate(const std::vector<LabelledItem>& items) const {
+  const ProductMode mode(settings_.rounding, pool_.get());
+  return train::evaluate(model_, items, settings_.mask, settings_.batch_size);
+}
+
+StepRecord Trainer::step() {
+  const ProductMode mode(settings_.rounding, pool_.get());
+  const TrainBatch b = make_batch(items_, order_.batch(steps_done_));
+  ClassifierSaved saved;
+  const Tensor logits = classifier_forward(model_, b.ids, b.batch, b.seq, settings_.mask,
+                                           &dropout_, saved);
+  Tensor grad_logits;
+  StepRecord r;
+  r.step = steps_done_ + 1;
+  r.loss = cross_entropy(logits, b.labels, settings_.label_smoothing, &grad_logits);
+  if (!std::isfinite(r.loss))
+    throw InputError("the loss became " + std::string(std::isnan(r.loss) ? "NaN" : "infinite") + " at step " +
+                     std::to_string(r.step) + "; stopped before updating (try a lower learning rate or clipping)");
+  r.accuracy = double(correct(logits, b.labels)) / double(b.batch);
+  for (auto& [name, grad] : parameters(grads_)) grad->fill(0.0f);  // optimizer.zero_grad(), in place
+  classifier_backward(model_, saved, grad_logits, grads_);
+  const std::vector<ParamSlot> params = slots(model_, grads_);
+  r.grad_norm = settings_.clip_grad_norm > 0 ? clip_grad_norm(params, settings_.clip_grad_norm) : grad_norm(params);
+  r.lr = learning_rate(settings_.schedule, settings_.optimizer.lr, steps_done_);
+  optimizer_.step(params, r.lr);
+  ++steps_done_;
+  return r;
+}
+
+std::vector<NamedTensor> Trainer::checkpoint_tensors() const {
+  std::vector<NamedTensor> out;
+  for (auto& t : state_dict(model_)) out.push_back({"model." + t.name, std::move(t.value)});
+  for (auto& t : optimizer_.state()) out.push_back({"optimizer." + t.name, std::move(t.value)});
+  return out;
+}
+
+Json Trainer::checkpoint_meta() const {
+  return {{"step", steps_done_}, {"dropout_generator", dropout_.state()}};
+}
+
+void Trainer::restore(const std::vector<NamedTensor>& tensors, const Json& meta) {
+  std::vector<NamedTensor> model, optimizer;
+  for (const auto& t : tensors) {
+    const bool is_model = t.name.rfind("model.", 0) == 0, is_optimizer = t.name.rfind("optimizer.", 0) == 0;
+    require(is_model || is_optimizer, "checkpoint: unexpected tensor '" + t.name + "'");
+    (is_model ? model : optimizer).push_back({t.name.substr(is_model ? 6 : 10), t.value});
+  }
+  require(meta.is_object() && meta.contains("step") && meta["step"].is_number_unsigned() &&
+              meta.contains("dropout_generator") && meta["dropout_generator"].is_string(),
+          "checkpoint: its step or generator state is missing");
+  model_ = load_transformer(model_.config, model);
+  grads_ = zeros_like(model_);
+  optimizer_.load_state(optimizer, slots(model_, grads_));
+  dropout_.set_state(meta["dropout_generator"].get<std::string>());
+  steps_done_ = meta["step"].get<size_t>();
+}
+
+}  // namespace attn::train

@@ -1,0 +1,98 @@
+// Training the classifier, one optimizer step at a time, as a plain PyTorch loop does it
+// (tests/train_loop.py): per step, the batch (train_data's BatchOrder), model.train() forward drawing
+// dropout from the generator initialisation drew from, F.cross_entropy, backward, the gradient norm
+// (clipped when asked), optimizer.step() at the schedule's learning rate. No files and no threads here:
+// the CLI and the playground own those. A checkpoint is everything a later step depends on, so a
+// restored trainer continues to the same bits.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/kernels/fast_kernels.hpp"
+#include "core/base/json.hpp"
+#include "core/train/optim.hpp"
+#include "core/torch/rng.hpp"
+#include "core/io/safetensors.hpp"
+#include "core/base/threads.hpp"
+#include "core/train/train_data.hpp"
+#include "core/model/transformer.hpp"
+
+namespace attn::train {
+
+struct TrainSettings {
+  OptimizerSettings optimizer;
+  Schedule schedule;  // its total is the run's steps
+  size_t steps = 1000, batch_size = 32;
+  bool shuffle = true;
+  uint64_t seed = 0;  // the batch order's generator (train_data.hpp); initialisation's seed is the model's
+  double clip_grad_norm = 0;  // 0: not clipped
+  double label_smoothing = 0;
+  MaskKind mask = MaskKind::padding;
+  // The products' rounding: exact (PyTorch's bits, the parity the tests check) or fused (the fast path,
+  // within the tolerance docs/training.md states); and the threads they are spread over (the exact
+  // path's bits do not depend on it).
+  Rounding rounding = Rounding::exact;
+  size_t threads = 1;
+};
+// Throws InputError naming a setting out of range (steps, batch size, clipping, label smoothing, the
+// optimizer's own).
+void validate(const TrainSettings& settings);
+
+// One training step: its 1-based number, the batch's mean loss and accuracy (before the update), the
+// learning rate it used, and the gradient norm (before clipping).
+struct StepRecord {
+  size_t step = 0;
+  float loss = 0;
+  double accuracy = 0, lr = 0, grad_norm = 0;
+};
+struct EvalRecord {
+  size_t step = 0;
+  float loss = 0;
+  double accuracy = 0;
+};
+// The --log lines: {"step", "loss", "accuracy", "lr", "grad_norm"} and {"step", "val_loss", "val_accuracy"}.
+Json record_json(const StepRecord& r);
+Json record_json(const EvalRecord& r);
+
+// Loss and accuracy of a model over items in evaluation mode (no dropout), `batch_size` at a time,
+// the products computed as the ProductMode in scope says.
+EvalRecord evaluate(const TransformerModel& model, const std::vector<LabelledItem>& items, MaskKind mask,
+                    size_t batch_size);
+
+class Trainer {
+ public:
+  // `dropout` continues the generator the model was initialised from (as torch.manual_seed's global
+  // generator does in the PyTorch loop). Throws InputError for bad settings or labels outside the classes.
+  Trainer(TransformerModel model, std::vector<LabelledItem> train_items, TrainSettings settings,
+          TorchGenerator dropout);
+
+  // One step; throws InputError naming the step when the loss is not finite (nothing is updated).
+  StepRecord step();
+  size_t steps_done() const { return steps_done_; }
+  const TransformerModel& model() const { return model_; }
+  // The last step's gradients as the optimizer took them (clipped when clipping), as p.grad holds them.
+  const TransformerModel& gradients() const { return grads_; }
+  const TrainSettings& settings() const { return settings_; }
+  // evaluate() of the current model on `items`, with the run's mask, batch size, rounding and threads.
+  EvalRecord evaluate(const std::vector<LabelledItem>& items) const;
+
+  // The checkpoint: the model's state_dict as "model.<name>", the optimizer's state as "optimizer.<name>",
+  // and in `meta` the step count and the dropout generator. restore() takes them back.
+  std::vector<NamedTensor> checkpoint_tensors() const;
+  Json checkpoint_meta() const;
+  void restore(const std::vector<NamedTensor>& tensors, const Json& meta);
+
+ private:
+  TransformerModel model_, grads_;
+  std::vector<LabelledItem> items_;
+  TrainSettings settings_;
+  TorchGenerator dropout_;
+  std::unique_ptr<ThreadPool> pool_;
+  Optimizer optimizer_;
+  BatchOrder order_;
+  size_t steps_done_ = 0;
+};
+
+}  // namespace attn::train
