@@ -33,6 +33,7 @@ namespace {
 
 using batch::Item;
 using batch_io::Manifest;
+using batch_io::Progress;
 using batch_io::Result;
 using Clock = std::chrono::steady_clock;
 
@@ -233,19 +234,6 @@ std::string fingerprint(const BatchOptions& o) {
 
 // --- checkpoints ---
 
-// Where a run has got to, saved at each checkpoint (OUTPUT.progress): every line before next_line is
-// in the working files, which hold exactly `files` bytes of complete records; input_hash is the
-// identity of the input's lines before next_line. `finishing`: the last checkpoint, taken just
-// before the output is put in place.
-struct Progress {
-  size_t next_line = 1, items = 0, failed = 0;
-  std::string input_hash = batch::Fnv1a().hex();
-  bool finishing = false;
-  Json files = Json::object();
-};
-
-std::string progress_path(const BatchOptions& o) { return o.output + ".progress"; }
-
 // The model and vocabulary a checkpoint was taken with: files behind --weights, --vocab or --config may
 // change between runs, and without --vocab the vocabulary comes from the input.
 Json job_identity(const Job& job) {
@@ -255,39 +243,14 @@ Json job_identity(const Job& job) {
 }
 
 std::optional<Progress> saved_progress(const BatchOptions& o, const Job& job) {
-  const std::string path = progress_path(o);
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  Json j;
-  try {
-    j = Json::parse(in);
-  } catch (const Json::exception&) {
-    throw InputError("'" + path + "' is damaged; run without --resume to start over");
-  }
-  if (!j.is_object() || j.value("fingerprint", "") != fingerprint(o))
-    throw InputError("'" + path + "' was written with other options or input; run without --resume");
-  if (!j.contains("job"))
-    throw InputError("'" + path + "' was written by another version of attn batch; run without --resume");
-  if (j.at("job") != job_identity(job))
-    throw InputError("'" + path + "' was written with another model or vocabulary (a --config, --weights or --vocab "
-                     "file changed, or without --vocab the input's words); run without --resume");
-  try {
-    return Progress{j.at("next_line").get<size_t>(),   j.at("items").get<size_t>(),
-                    j.at("failed").get<size_t>(),      j.at("input_fnv1a64").get<std::string>(),
-                    j.at("finishing").get<bool>(),     j.at("files")};
-  } catch (const Json::exception&) {
-    throw InputError("'" + path + "' is damaged; run without --resume to start over");
-  }
+  return batch_io::read_progress(o.output, fingerprint(o), job_identity(job));
 }
 
 // Makes what is written durable, then records how far it goes.
 void checkpoint(const BatchOptions& o, const Job& job, batch_io::Sink& sink, Progress& p) {
   if (o.output == "-") return;
   p.files = sink.sync();
-  const Json j = {{"fingerprint", fingerprint(o)}, {"job", job_identity(job)},     {"next_line", p.next_line},
-                  {"items", p.items},              {"failed", p.failed},           {"input_fnv1a64", p.input_hash},
-                  {"finishing", p.finishing},      {"files", p.files}};
-  write_file_atomically(progress_path(o), [&](std::ostream& s) { s << j.dump() << "\n"; });
+  batch_io::write_progress(o.output, fingerprint(o), job_identity(job), p);
 }
 
 // --- computing: batches on worker threads, results collected by line ---
@@ -448,7 +411,7 @@ class Run {
     manifest.run = run_identity(format);
     sink_->finish(manifest);
     if (o_.output != "-") {
-      batch_io::remove_path(progress_path(o_));
+      batch_io::remove_path(batch_io::progress_path(o_.output));
       sink_->cleanup();
     }
     summary();

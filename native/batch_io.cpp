@@ -192,6 +192,48 @@ void append_file(File& out, const std::string& from, uint64_t size) {
 
 }  // namespace
 
+// --- progress ---
+
+std::string progress_path(const std::string& output) { return output + ".progress"; }
+
+std::optional<Progress> read_progress(const std::string& output, const std::string& fingerprint, const Json& job) {
+  const std::string path = progress_path(output);
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  const std::string damaged = "'" + path + "' is damaged; run without --resume to start over";
+  Json j;
+  try {
+    j = Json::parse(in);
+  } catch (const Json::exception&) {
+    throw InputError(damaged);
+  }
+  if (!j.is_object() || j.value("fingerprint", "") != fingerprint)
+    throw InputError("'" + path + "' was written with other options or input; run without --resume");
+  if (!j.contains("job"))
+    throw InputError("'" + path + "' was written by another version of attn batch; run without --resume");
+  if (j.at("job") != job)
+    throw InputError("'" + path + "' was written with another model or vocabulary (a --config, --weights or --vocab "
+                     "file changed, or without --vocab the input's words); run without --resume");
+  try {
+    Progress p{j.at("next_line").get<size_t>(),   j.at("items").get<size_t>(),
+               j.at("failed").get<size_t>(),      j.at("input_fnv1a64").get<std::string>(),
+               j.at("finishing").get<bool>(),     j.at("files")};
+    if (!p.files.is_object()) throw InputError(damaged);
+    for (const auto& [file, bytes] : p.files.items())
+      if (!bytes.is_number_unsigned()) throw InputError(damaged);
+    return p;
+  } catch (const Json::exception&) {
+    throw InputError(damaged);
+  }
+}
+
+void write_progress(const std::string& output, const std::string& fingerprint, const Json& job, const Progress& p) {
+  const Json j = {{"fingerprint", fingerprint}, {"job", job},       {"next_line", p.next_line},
+                  {"items", p.items},           {"failed", p.failed}, {"input_fnv1a64", p.input_hash},
+                  {"finishing", p.finishing},   {"files", p.files}};
+  write_file_atomically(progress_path(output), [&](std::ostream& s) { s << j.dump() << "\n"; });
+}
+
 // --- outputs ---
 
 bool is_npy_dir(const std::string& format) { return format == "npy-dir"; }

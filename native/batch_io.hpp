@@ -56,6 +56,24 @@ void make_directory(const std::string& path);
 // Makes every file written in a folder durable: one syncfs for the folder's file system.
 void sync_folder(const std::string& path);
 
+// --- progress: OUTPUT.progress, where a run has got to ---
+
+// Saved at each checkpoint: every line before next_line is in the working files, which hold exactly
+// `files` bytes of complete records (file -> bytes); input_hash is the identity of the input's lines
+// before next_line. `finishing`: the last checkpoint, taken just before the output is put in place.
+struct Progress {
+  size_t next_line = 1, items = 0, failed = 0;
+  std::string input_hash = batch::Fnv1a().hex();
+  bool finishing = false;
+  Json files = Json::object();
+};
+
+std::string progress_path(const std::string& output);
+// The progress of a run with this fingerprint (its options and input) and job (its model and
+// vocabulary); nothing when there is none. Throws InputError when it is damaged or from another run.
+std::optional<Progress> read_progress(const std::string& output, const std::string& fingerprint, const Json& job);
+void write_progress(const std::string& output, const std::string& fingerprint, const Json& job, const Progress& p);
+
 // --- outputs ---
 
 bool is_npy_dir(const std::string& format);

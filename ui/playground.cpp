@@ -140,16 +140,15 @@ std::string percent_decode(const std::string& text) {
 
 namespace {
 
-std::string number_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  // Shortest form that reads back: try fewer digits first.
+// The shortest decimal that reads back as `v` (a float or a double).
+template <class T>
+std::string number_text(T v) {
+  char text[32];
   for (int digits = 1; digits <= 17; ++digits) {
-    char shorter[32];
-    std::snprintf(shorter, sizeof shorter, "%.*g", digits, v);
-    if (std::strtod(shorter, nullptr) == v) return shorter;
+    std::snprintf(text, sizeof text, "%.*g", digits, double(v));
+    if (T(std::strtod(text, nullptr)) == v) break;
   }
-  return buf;
+  return text;
 }
 
 size_t parse_count(const std::string& key, const std::string& value, size_t min) {
@@ -171,12 +170,15 @@ uint64_t parse_seed_text(const std::string& value) {
   return negative ? uint64_t(0) - uint64_t(n) : uint64_t(n);
 }
 
+// Settings JSON holds float32 numbers (core/base/json.hpp): a dropout probability is the shortest
+// decimal of its float32, so that it reads the same from the URL hash, from attnlab.set and back
+// (0.1, not 0.10000000149011612).
 double parse_dropout(const std::string& value) {
   char* end = nullptr;
-  const double p = std::strtod(value.c_str(), &end);
-  if (value.empty() || *end != '\0' || !(p >= 0.0 && p < 1.0))
+  const float p = std::strtof(value.c_str(), &end);
+  if (value.empty() || *end != '\0' || !(p >= 0.0f && p < 1.0f))
     throw InputError("dropout must be a number in [0, 1) (got '" + value + "')");
-  return p;
+  return std::strtod(number_text(p).c_str(), nullptr);
 }
 
 bool parse_bool(const std::string& key, const std::string& value) {
@@ -209,6 +211,16 @@ void set_field(PlaygroundConfig& c, const std::string& key, const std::string& v
   else if (key == "train") c.train = parse_bool(key, value);
   else if (key == "norm_first") c.norm_first = parse_bool(key, value);
   else throw InputError("unknown setting '" + key + "'");
+}
+
+// The first tutorial has one head, no layers, classifier or dropout: settings of the Transformer keep
+// their defaults there (checked, not kept), so that a configuration and its URL hash say the same.
+PlaygroundConfig without_unused(PlaygroundConfig c) {
+  if (c.model != ModelKind::tutorial) return c;
+  const PlaygroundConfig d = defaults_for(ModelKind::tutorial);
+  c.num_heads = d.num_heads, c.num_layers = d.num_layers, c.d_ff = d.d_ff, c.num_classes = d.num_classes;
+  c.dropout = d.dropout, c.train = d.train, c.norm_first = d.norm_first;
+  return c;
 }
 
 }  // namespace
@@ -267,7 +279,7 @@ PlaygroundConfig from_hash(const std::string& hash) {
     else set_field(c, k, v);
   }
   if (!sentences.empty()) c.sentences = sentences;
-  return c;
+  return without_unused(c);
 }
 
 PlaygroundConfig apply_settings(const PlaygroundConfig& base, const Json& settings) {
@@ -297,12 +309,12 @@ PlaygroundConfig apply_settings(const PlaygroundConfig& base, const Json& settin
                                                    : std::to_string(value.get<int64_t>()));
     } else if (value.is_number_float()) {
       if (key != "dropout") throw InputError(key + " must be a whole number");
-      set_field(c, key, number_text(double(value.get<float>())));
+      set_field(c, key, number_text(value.get<float>()));
     } else {
       throw InputError("setting '" + key + "' has a value of the wrong type");
     }
   }
-  return c;
+  return without_unused(c);
 }
 
 Json settings_json(const PlaygroundConfig& c) {
@@ -312,7 +324,7 @@ Json settings_json(const PlaygroundConfig& c) {
   return {{"model", model_kind_name(c.model)}, {"sentences", c.sentences}, {"seed", c.seed},
           {"d_model", c.d_model},  {"max_len", c.max_len},       {"mask", mask_kind_name(c.mask)},
           {"num_heads", c.num_heads}, {"num_layers", c.num_layers}, {"d_ff", c.d_ff},
-          {"num_classes", c.num_classes}, {"dropout", float(c.dropout)}, {"train", c.train},
+          {"num_classes", c.num_classes}, {"dropout", c.dropout}, {"train", c.train},
           {"norm_first", c.norm_first}};
 }
 

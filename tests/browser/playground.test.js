@@ -8,14 +8,16 @@
 // the screenshot shows the heatmap's colours; idle frames allocate nothing and compute nothing; the
 // Masks view of any layer and head; Hangul beyond KS X 1001 has glyphs; a model loaded through the
 // page's file input (PyTorch's weights of transformer_small.json) equals PyTorch, malformed files are
-// messages; recompute + redraw time at S=128, d=128, 4 heads, 2 layers (budgets printed; enforced only
-// with ATTN_FIRST_FRAME_BUDGET_MS / ATTN_RECOMPUTE_BUDGET_MS).
+// messages, and so are random settings and files (robustness.js); recompute + redraw time at S=128,
+// d=128, 4 heads, 2 layers (budgets printed; enforced only with ATTN_FIRST_FRAME_BUDGET_MS /
+// ATTN_RECOMPUTE_BUDGET_MS).
 'use strict';
 const fs = require('fs');
 const http = require('http');
 const path = require('path');
 const zlib = require('zlib');
 const { chromium } = require('playwright-core');
+const { checkRobustness } = require('./robustness');
 
 const site = path.resolve(process.argv[2] || 'build-web/web/site');
 const outDir = process.argv[3] ? path.resolve(process.argv[3]) : null;
@@ -523,6 +525,7 @@ function closeToFixture(trace, fx) {
     check(/even/.test(err), 'odd d_model shows an error: ' + err);
     const refused = await page.evaluate(() => { try { attnlab.set({ bogus: 1 }); return ''; } catch (e) { return e.message; } });
     check(/unknown setting/.test(refused), 'unknown setting refused: ' + refused);
+    await checkRobustness(page, check, model, (trace) => sameAsFixture(trace, 'tutorial_default.json'));
 
     // 9. Recompute + redraw at S = 128, d_model = 128, 4 heads, 2 layers (the Stage view of layer 0's
     // weights, then the Masks view).

@@ -6,8 +6,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/base/error.hpp"
+#include "core/io/safetensors.hpp"
 
 namespace attn::fuzz {
 
@@ -28,6 +30,9 @@ int guarded(F&& f) {
 // The input as a file of this process's own (the readers take paths, as the CLI gives them), replaced
 // on each call; `suffix` picks the format where the name decides it.
 std::string as_file(const uint8_t* data, size_t size, const std::string& suffix);
+
+// Same names, shapes and bits, in the same order (the round-trip targets).
+bool same_tensors(const std::vector<NamedTensor>& a, const std::vector<NamedTensor>& b);
 
 }  // namespace attn::fuzz
 
