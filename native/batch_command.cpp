@@ -1,5 +1,5 @@
 // `attn batch`: the model over a file of any size, streaming, on a thread pool, records in input
-// order; `attn merge`: shard outputs joined into the single run's output. README.md "attn batch" is
+// order; `attn merge`: shard outputs joined into the single run's output. docs/batch.md is
 // the user's side: formats, vocabulary, memory bound, exit status, resume and sharding. The files
 // (formats, manifest, putting outputs in place, merging) are in native/batch_io.{hpp,cpp}.
 #include <unistd.h>

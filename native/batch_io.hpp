@@ -1,7 +1,7 @@
 // The files of `attn batch` and `attn merge` (batch_command.cpp): append-only files made durable at
 // checkpoints, the three output formats (jsonl, safetensors, npy-dir) each written through working
 // files and put in place whole at the end, the manifest that says which run made an output, and the
-// merge of shard outputs in each format. README.md "attn batch" is the user's side.
+// merge of shard outputs in each format. docs/batch.md is the user's side.
 #pragma once
 #include <cstddef>
 #include <cstdint>

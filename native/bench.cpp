@@ -269,7 +269,7 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-// tests/bench_torch.py with PyTorch's best settings for this thread count (see README).
+// tests/bench_torch.py with PyTorch's best settings for this thread count (see docs/speed.md).
 Json run_torch(const BenchOptions& o, const std::vector<std::string>& cases, size_t threads) {
   std::string cmd = "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE LD_LIBRARY_PATH=" +
                     shell_quote(std::string(ATTN_SOURCE_DIR) + "/.deps/openblas/usr/lib/x86_64-linux-gnu/openblas-pthread");

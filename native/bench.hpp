@@ -1,4 +1,4 @@
-// `attn bench`: the performance cases of README's table, timed here and (with --torch) in PyTorch in
+// `attn bench`: the performance cases of docs/speed.md's tables, timed here and (with --torch) in PyTorch in
 // the same run (tests/bench_torch.py), reported side by side as ratios. Built natively into `attn`
 // and as `attn-bench.js` for node (the WebAssembly build).
 #pragma once

@@ -284,7 +284,7 @@ def read_safetensors(path):
 
 
 def safetensors_rows(t, stages):
-    """Each item of a --format safetensors file as README.md tells a NumPy user to read it."""
+    """Each item of a --format safetensors file as docs/batch.md tells a NumPy user to read it."""
     starts = np.concatenate([[0], np.cumsum(t["length"])])
     index = [json.loads(line) for line in t["index"].tobytes().decode("utf-8").splitlines()]
     rows = []
@@ -411,7 +411,7 @@ def formats_resume(attn, tmp):
 
 def tutorial_vocab(raw_lines):
     """[PAD] = 0, then each word of each sentence in order of first appearance; a line that is not UTF-8
-    adds nothing (the rule README.md gives, written here independently)."""
+    adds nothing (the rule docs/batch.md gives, written here independently)."""
     vocab = {"[PAD]": 0}
     for raw in raw_lines:
         try:

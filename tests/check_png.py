@@ -34,15 +34,20 @@ def decode(path):
     return width, height, channels, rows
 
 
-width, height, channels, rows = decode(sys.argv[1])
-assert (width, height) == (int(sys.argv[2]), int(sys.argv[3])), f"size {width}x{height}"
-colours = set()
-for line in rows[::2]:
-    for x in range(0, width * channels, channels * 2):
-        colours.add(bytes(line[x:x + 3]))
-near = lambda want: any(all(abs(c[k] - want[k]) <= 6 for k in range(3)) for c in colours)
-print(f"{sys.argv[1]}: {width}x{height}, {len(colours)} colours")
-assert len(colours) > 50, "blank or nearly blank screenshot"
-assert near((68, 1, 84)) or near((71, 44, 122)), "no dark viridis cell"
-assert near((253, 231, 37)) or near((170, 220, 50)), "no bright viridis cell"
-print("ok: the UI and its heatmap are on screen")
+def main():
+    width, height, channels, rows = decode(sys.argv[1])
+    assert (width, height) == (int(sys.argv[2]), int(sys.argv[3])), f"size {width}x{height}"
+    colours = set()
+    for line in rows[::2]:
+        for x in range(0, width * channels, channels * 2):
+            colours.add(bytes(line[x:x + 3]))
+    near = lambda want: any(all(abs(c[k] - want[k]) <= 6 for k in range(3)) for c in colours)
+    print(f"{sys.argv[1]}: {width}x{height}, {len(colours)} colours")
+    assert len(colours) > 50, "blank or nearly blank screenshot"
+    assert near((68, 1, 84)) or near((71, 44, 122)), "no dark viridis cell"
+    assert near((253, 231, 37)) or near((170, 220, 50)), "no bright viridis cell"
+    print("ok: the UI and its heatmap are on screen")
+
+
+if __name__ == "__main__":
+    main()

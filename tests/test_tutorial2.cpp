@@ -55,7 +55,7 @@ std::optional<Printed> printed_float(const std::string& token) {
 }
 
 // Lines equal but for floats within the engine's stated tolerance (1e-6 relative + 1e-6 absolute,
-// README.md) plus the rounding of the digits shown.
+// docs/fidelity.md) plus the rounding of the digits shown.
 bool within_tolerance(const std::string& ours, const std::string& torch) {
   const auto a = tokens_of(ours), b = tokens_of(torch);
   if (a.size() != b.size()) return false;

@@ -1,5 +1,5 @@
 // What a pipeline computed: its named stages in order, each a tensor. The CLI prints it, the GUI draws
-// it, the tests compare it (JSON form documented in README.md).
+// it, the tests compare it (JSON form documented in docs/trace-json.md).
 #pragma once
 #include <optional>
 #include <string>

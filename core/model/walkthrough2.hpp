@@ -12,7 +12,7 @@ namespace attn {
 
 std::string tutorial2_walkthrough(uint64_t seed);
 // {"seed", "sections": [{"title", "stages": [{"name", "shape", "data"}...]}...]}: the tensors each
-// section computes or shows, as in `attn tutorial --json` (README.md).
+// section computes or shows, as in `attn tutorial --json` (docs/cli.md).
 Json tutorial2_json(uint64_t seed);
 
 }  // namespace attn
