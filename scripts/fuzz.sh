@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds every fuzz target (tests/fuzz) with clang on libFuzzer under AddressSanitizer + UBSan in
-# build-fuzz, then runs each for SECONDS (default 600). Invariants: no crash, no sanitizer report, no
+# build-fuzz, then runs each (or each TARGET named after SECONDS) for SECONDS (default 600). Invariants: no crash, no sanitizer report, no
 # input over 1 s (-timeout=1), at most 2048 MB resident (-rss_limit_mb), every refusal an InputError.
 # New inputs go to build-fuzz/corpus/NAME; the committed corpus and the tests' files are the seeds. A
 # finding stops that target, keeps its input as build-fuzz/findings/NAME-*, and fails the script: fix
@@ -9,6 +9,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 seconds=${1:-600}
+only=" ${*:2} "  # scripts/fuzz.sh SECONDS [TARGET...]
 "$root/scripts/deps.sh"
 mkdir -p build-fuzz
 CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -17,6 +18,7 @@ cmake --build build-fuzz --target fuzz_all -j "$(nproc)"
 mkdir -p build-fuzz/findings
 failed=0
 while read -r name corpus seeds; do
+  [ "$only" = "  " ] || [[ "$only" == *" $name "* ]] || continue
   mkdir -p "build-fuzz/corpus/$name"
   log="build-fuzz/fuzz_$name.log"
   # shellcheck disable=SC2086  # the seed folders are separate arguments

@@ -6,7 +6,9 @@
 
 #include "core/base/error.hpp"
 
-#if !defined(__EMSCRIPTEN__)
+#if defined(__EMSCRIPTEN__)
+#include <emscripten/heap.h>
+#else
 #include <unistd.h>
 #endif
 
@@ -14,7 +16,7 @@ namespace attn {
 
 double memory_limit_bytes() {
 #if defined(__EMSCRIPTEN__)
-  return 4.0 * (1ull << 30);
+  return double(emscripten_get_heap_max());  // MAXIMUM_MEMORY: what the heap may grow to
 #else
   return double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
 #endif

@@ -4,7 +4,8 @@
 
 namespace attn {
 
-// Bytes the engine may use: physical memory natively, the 4 GiB address space in WebAssembly.
+// Bytes the engine may use: physical memory natively, the heap's maximum in WebAssembly (2 GiB, the
+// Emscripten default the web builds keep).
 double memory_limit_bytes();
 // Throws InputError naming `what` when `bytes` exceeds the limit.
 void check_fits_in_memory(double bytes, const std::string& what);
