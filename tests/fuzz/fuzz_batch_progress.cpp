@@ -24,7 +24,7 @@ void resume_each_format(const std::string& output, const io::Progress& progress)
     if (format == "jsonl") std::ofstream(out + ".part") << "{\"line\":1}\n";
     std::ofstream(out + ".errors.jsonl.part") << "{\"line\":2}\n";
     io::prepare_output(out, format, true, progress.finishing);
-    io::make_sink({out, format, &selection, {}}, progress.files)->sync();
+    io::make_sink({out, format, &selection, {}}, progress.files);
     io::remove_path(out + ".part");
     io::remove_path(out + ".errors.jsonl.part");
   }
