@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/base/error.hpp"
+#include "core/base/json.hpp"
 #include "core/io/npy.hpp"
 #include "core/io/safetensors.hpp"
 #include "tests/fixtures.hpp"
@@ -244,4 +245,21 @@ TEST_CASE("write encoder_bf16 as F32 for PyTorch to load", "[.torch_check]") {
   if (out == nullptr) return;
   attn::write_safetensors(out, attn::read_safetensors(fixture("encoder_bf16.safetensors")),
                           {{"format", "pt"}});
+}
+
+// Found by the browser test's random files: a parser's message quoted a file's raw byte 0xff, and the
+// playground's state, which carries the message as JSON, could no longer be written.
+TEST_CASE("an input error quoting bytes that are not UTF-8 is well-formed UTF-8") {
+  const fs::path path = fs::temp_directory_path() / "attn_test_not_utf8.json";
+  std::ofstream(path, std::ios::binary) << "\xff\xfe{";
+  try {
+    attn::read_json_file(path.string(), "vocabulary file");
+    FAIL("a file that is not JSON was read");
+  } catch (const attn::InputError& e) {
+    CHECK(std::string(e.what()).find("\\xff") != std::string::npos);
+    CHECK_NOTHROW(attn::Json({{"error", e.what()}}).dump());
+  }
+  CHECK(std::string(attn::InputError("caf\xc3\xa9 \xed\xa0\x80 \xf4\x90\x80\x80 \xc3").what()) ==
+        "caf\xc3\xa9 \\xed\\xa0\\x80 \\xf4\\x90\\x80\\x80 \\xc3");
+  fs::remove(path);
 }
