@@ -796,7 +796,7 @@ void App::draw_pe_view(float width) {
 void App::fitted_title(const char* text, float max_w, const char* owner) {
   const FittedText fit = fit_text(text, max_w);
   const ImVec2 at = ImGui::GetCursorScreenPos();
-  ImGui::Dummy(ImVec2(fit.width, ImGui::GetTextLineHeight()));
+  ImGui::Dummy(ImVec2(std::min(fit.width, max_w), ImGui::GetTextLineHeight()));
   if (fit.width > max_w) return;
   draw_fitted(ImGui::GetWindowDrawList(), at, ImGui::GetColorU32(ImGuiCol_Text), text, fit);
   if (fit.elided && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", text);
@@ -814,8 +814,10 @@ void App::draw_heatmap(Heatmap& h, const std::vector<std::string>* row_labels,
   const float rows = float(h.slice.rows), cols = float(h.slice.cols);
   const LegendText legend = legend_text(h);
   const float legend_w = std::max(legend.box_w, legend_room);
-  const float label_w =
+  float label_w =
       row_labels ? std::min({widest_label(*row_labels, h.slice.rows) + 8, 120.0f, std::max(40.0f, max_w * 0.25f)}) : 0;
+  const bool show_rows = row_labels && max_w - label_w - legend_w >= 8 * cols;  // too narrow: the heatmap first
+  if (!show_rows) label_w = 0;
   const float widest_col = col_labels ? widest_label(*col_labels, h.slice.cols) + 4 : 0;
   int label_lines = col_labels ? 1 : 0;
   const auto fit_cells = [&] {
@@ -835,8 +837,9 @@ void App::draw_heatmap(Heatmap& h, const std::vector<std::string>* row_labels,
   const ImVec2 origin(top.x + label_w, top.y + label_h), size(h.cell_w * cols, h.cell_h * rows);
   h.x = origin.x;
   h.y = origin.y;
-  if (row_labels) draw_row_labels(h, *row_labels, top, label_w, id);
-  if (col_labels) draw_col_labels(h, *col_labels, label_lines, ImVec2(top.x, origin.x + size.x + legend_w), top.y, id);
+  if (show_rows) draw_row_labels(h, *row_labels, top, label_w, id);
+  if (col_labels)
+    draw_col_labels(h, *col_labels, label_lines, widest_col, ImVec2(top.x, origin.x + size.x + legend_w), top.y, id);
   ImGui::SetCursorScreenPos(origin);
   ImGui::PushID(id);
   ImGui::Image(h.texture, size);
@@ -874,14 +877,15 @@ void App::draw_row_labels(const Heatmap& h, const std::vector<std::string>& labe
 
 // Column labels centred above their columns, in `lines` lines: on one line each has its column's room;
 // on two, alternating lines, each has the room of two columns, or of 2k when only every k-th label
-// fits (k up to what a label of 3 line heights needs). Cut to their room (an ellipsis), and kept
-// within [bounds.x, bounds.y] (the heatmap's left edge with its row labels, the legend's right edge).
-void App::draw_col_labels(const Heatmap& h, const std::vector<std::string>& labels, int lines, ImVec2 bounds,
-                          float top, const char* id) {
+// fits (k up to what a label of 3 line heights needs; `widest`: the widest label's room). Cut to their
+// room (an ellipsis), and kept within [bounds.x, bounds.y] (the left edge of the row labels, the right
+// edge of the legend).
+void App::draw_col_labels(const Heatmap& h, const std::vector<std::string>& labels, int lines, float widest,
+                          ImVec2 bounds, float top, const char* id) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float line = ImGui::GetTextLineHeight(), cell = h.cell_w;
   const ImU32 color = ImGui::GetColorU32(ImGuiCol_Text);
-  const float wanted = std::min(widest_label(labels, h.slice.cols) + 4, 3 * line);
+  const float wanted = std::min(widest, 3 * line);
   const size_t step = lines == 1 ? 1 : size_t(std::max(1.0f, std::ceil(wanted / (2 * cell))));
   const float room = float(lines * step) * cell;
   for (size_t j = 0; j < h.slice.cols && j < labels.size(); j += step) {
