@@ -816,7 +816,8 @@ void App::draw_heatmap(Heatmap& h, const std::vector<std::string>* row_labels,
   const float legend_w = std::max(legend.box_w, legend_room);
   float label_w =
       row_labels ? std::min({widest_label(*row_labels, h.slice.rows) + 8, 120.0f, std::max(40.0f, max_w * 0.25f)}) : 0;
-  const bool show_rows = row_labels && max_w - label_w - legend_w >= 8 * cols;  // too narrow: the heatmap first
+  // Too narrow for row labels too (under 8 pixels a column, and under half the width): the heatmap first.
+  const bool show_rows = row_labels && max_w - label_w - legend_w >= std::min(8 * cols, max_w * 0.5f);
   if (!show_rows) label_w = 0;
   const float widest_col = col_labels ? widest_label(*col_labels, h.slice.cols) + 4 : 0;
   int label_lines = col_labels ? 1 : 0;
