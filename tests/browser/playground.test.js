@@ -294,12 +294,15 @@ async function checkLayouts(browser, url, errors) {
         attnlab.train({ task: 'duplicate', steps: 20 });
         await attnlab.trainSteps(20);
         const out = { views: 0, boxes: 0, problems: [] };
+        let tab = attnlab.state().view.tab;
         for (const model of ['tutorial', 'transformer']) {
           attnlab.set({ model });
           for (const view of attnlab.layoutViews()) {
             if (/^layers\.[1-9]/.test(view.stage || '')) continue;  // other layers: the same shapes
             attnlab.selectView(view);
-            for (let i = 0; i < 3; i++) await frame();  // a tab shows from the frame after it is selected
+            // A tab shows from the frame after it is selected (and rAF callbacks may run before the page's).
+            for (let i = view.tab === tab ? 2 : 3; i > 0; i--) await frame();
+            tab = view.tab;
             const layout = attnlab.state().view.layout;
             out.views++;
             out.boxes += layout.boxes;
