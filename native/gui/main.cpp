@@ -182,6 +182,7 @@ int main(int argc, char** argv) {
   } catch (const attn::InputError& e) {
     return usage(e.what());
   }
+  if (check_layout_views && !screenshot.empty()) return usage("--check-layout lays views out without drawing them: no --screenshot");
   if (model_files.weights.empty() && !(model_files.config.empty() && model_files.vocab.empty()))
     return usage("--config and --vocab need --weights");
   if (!model_dir.empty()) {
