@@ -134,7 +134,8 @@ LegendText legend_text(const Heatmap& h) {
   std::snprintf(t.hi, sizeof t.hi, "%.4g", double(h.range.hi));
   std::snprintf(t.mid, sizeof t.mid, "%.4g", (double(h.range.lo) + double(h.range.hi)) / 2);
   std::snprintf(t.lo, sizeof t.lo, "%.4g", double(h.range.lo));
-  const float text_w = std::max({ImGui::CalcTextSize(t.hi).x, ImGui::CalcTextSize(t.mid).x, ImGui::CalcTextSize(t.lo).x});
+  const float text_w =
+      std::max({ImGui::CalcTextSize(t.hi).x, ImGui::CalcTextSize(t.mid).x, ImGui::CalcTextSize(t.lo).x});
   t.box_w = legend_gap + legend_bar + 4 + text_w + legend_margin;
   return t;
 }
@@ -657,8 +658,8 @@ void App::draw_stage_view(float width) {
   if (shape.size() == 2) rows = &batch_labels_;
   // A small stage leaves room below for its numbers; the export buttons' row stays in view.
   const bool small = main_.slice.rows * main_.slice.cols <= 400 && main_.slice.cols <= 24;
-  const float left = ImGui::GetContentRegionAvail().y - ImGui::GetFrameHeightWithSpacing();
-  draw_heatmap(main_, rows, cols, width, small ? left * 0.6f : left - ImGui::GetStyle().ItemSpacing.y, "main");
+  const float left = height_above_buttons();
+  draw_heatmap(main_, rows, cols, width, small ? left * 0.6f : left, "main");
   export_buttons(main_, stage->name.c_str(), t, stage->dtype);
   if (small) {
     ImGui::BeginChild("numbers", ImVec2(0, std::max(60.0f, ImGui::GetContentRegionAvail().y)), false,
@@ -786,8 +787,7 @@ void App::draw_pe_view(float width) {
   if (!r) return;
   ImGui::TextWrapped("%s", pe_label_.c_str());
   refresh(pe_, {playground_.result_generation(), &r->pe_table, 0, 0}, r->pe_table, ColorMap::diverging);
-  const float left = ImGui::GetContentRegionAvail().y - ImGui::GetFrameHeightWithSpacing() - ImGui::GetStyle().ItemSpacing.y;
-  draw_heatmap(pe_, &batch_labels_, &dim_labels_, width, left, "pe");
+  draw_heatmap(pe_, &batch_labels_, &dim_labels_, width, height_above_buttons(), "pe");
   export_buttons(pe_, "positional_encoding_table", r->pe_table, PrintDtype::float32);
 }
 
@@ -1020,7 +1020,8 @@ Json App::layout_views() const {
     for (const Stage& s : r->trace.stages())
       views.push_back(Json::object({{"tab", "stage"}, {"stage", s.name}, {"model_view", false}}));
   views.push_back(Json::object({{"tab", "stage"}, {"model_view", true}}));
-  for (Tab t : {Tab::masks, Tab::positional_encoding, Tab::train}) views.push_back(Json::object({{"tab", tab_name(t)}}));
+  for (Tab t : {Tab::masks, Tab::positional_encoding, Tab::train})
+    views.push_back(Json::object({{"tab", tab_name(t)}}));
   return views;
 }
 

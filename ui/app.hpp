@@ -148,7 +148,8 @@ class App {
   void draw_heatmap(Heatmap& h, const std::vector<std::string>* row_labels,
                     const std::vector<std::string>* col_labels, float max_w, float max_h, const char* id,
                     float legend_room = 0);
-  void draw_row_labels(const Heatmap& h, const std::vector<std::string>& labels, ImVec2 top, float label_w, const char* id);
+  void draw_row_labels(const Heatmap& h, const std::vector<std::string>& labels, ImVec2 top, float label_w,
+                       const char* id);
   void draw_col_labels(const Heatmap& h, const std::vector<std::string>& labels, int lines, float widest, ImVec2 bounds,
                        float top, const char* id);
   void draw_cell_values(const Heatmap& h);

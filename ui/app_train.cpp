@@ -123,7 +123,8 @@ bool App::draw_head_grid(std::vector<Heatmap>& cells, size_t layers, size_t head
   std::snprintf(text, sizeof text, "L%zu", layers ? layers - 1 : 0);
   const float label_w = ImGui::CalcTextSize(text).x + 8, gap = 4, pad = 1;
   const float header_h = ImGui::GetTextLineHeightWithSpacing();
-  const float by_width = (size.x - label_w) / float(heads), by_height = (size.y - header_h) / float(std::max<size_t>(layers, 1));
+  const float by_width = (size.x - label_w) / float(heads);
+  const float by_height = (size.y - header_h) / float(std::max<size_t>(layers, 1));
   const float side = std::clamp(std::min(by_width, by_height) - gap - 2 * pad, 16.0f, 120.0f);
   const float stride = side + 2 * pad + gap;
   std::snprintf(text, sizeof text, "H%zu", heads - 1);
@@ -164,7 +165,8 @@ bool App::draw_head_grid(std::vector<Heatmap>& cells, size_t layers, size_t head
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("layer %zu: not computed by the fused path", l);
       }
       const ImVec2 end(at.x + side + 2 * pad, at.y + side + 2 * pad);
-      if (int(l) == layer && int(h) == head) ImGui::GetWindowDrawList()->AddRect(at, end, IM_COL32(255, 220, 80, 255), 0, 0, 2);
+      if (int(l) == layer && int(h) == head)
+        ImGui::GetWindowDrawList()->AddRect(at, end, IM_COL32(255, 220, 80, 255), 0, 0, 2);
       record_box(layout_, LayoutKind::heatmap, id, "", at, end);
       drawn.push_back({int(l), int(h), at.x, at.y, side, side});
       ImGui::PopID();
@@ -465,10 +467,9 @@ void App::draw_train_attention(float width) {
   ImGui::BeginGroup();
   ImGui::Text("layer %d, head %d: row = query token, column = the token it attends to", train_layer_, train_head_);
   refresh(train_main_, ViewKey{snap.id, &w, size_t(train_layer_), size_t(train_head_)}, w, ColorMap::sequential);
-  // The buttons' row below stays in view.
-  const float left = ImGui::GetContentRegionAvail().y - ImGui::GetFrameHeightWithSpacing() - ImGui::GetStyle().ItemSpacing.y;
-  draw_heatmap(train_main_, &replay_labels_[item], &replay_labels_[item], width - grid_w - ImGui::GetStyle().ItemSpacing.x,
-               std::max(120.0f, left), "train_main");
+  const float heatmap_w = width - grid_w - ImGui::GetStyle().ItemSpacing.x;
+  draw_heatmap(train_main_, &replay_labels_[item], &replay_labels_[item], heatmap_w,
+               std::max(120.0f, height_above_buttons()), "train_main");
   if (train_button("show", "Show in the Stage tab")) show_trained_model();
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("Every stage of the trained model on the replay items");
   ImGui::SameLine();

@@ -26,6 +26,11 @@ inline void index_slider(const char* label, int& value, size_t count, bool same_
   value = std::clamp(value, 0, last);
 }
 
+// The height left in the window above a row of buttons that must stay in view.
+inline float height_above_buttons() {
+  return ImGui::GetContentRegionAvail().y - ImGui::GetFrameHeightWithSpacing() - ImGui::GetStyle().ItemSpacing.y;
+}
+
 // Records a box drawn in the current window, with the region it shows (the window's clip rectangle).
 inline void record_box(LayoutLog& log, LayoutKind kind, std::string_view owner, std::string_view text, ImVec2 min,
                        ImVec2 max) {

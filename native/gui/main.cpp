@@ -182,7 +182,8 @@ int main(int argc, char** argv) {
   } catch (const attn::InputError& e) {
     return usage(e.what());
   }
-  if (check_layout_views && !screenshot.empty()) return usage("--check-layout lays views out without drawing them: no --screenshot");
+  if (check_layout_views && !screenshot.empty())
+    return usage("--check-layout lays views out without drawing them: no --screenshot");
   if (model_files.weights.empty() && !(model_files.config.empty() && model_files.vocab.empty()))
     return usage("--config and --vocab need --weights");
   if (!model_dir.empty()) {
