@@ -10,6 +10,7 @@
 #include "core/base/error.hpp"
 #include "core/io/safetensors.hpp"
 #include "tests/fixtures.hpp"
+#include "ui/layout_check.hpp"
 #include "ui/model_files.hpp"
 #include "ui/playground.hpp"
 
@@ -525,4 +526,29 @@ TEST_CASE("ui compute backend selection", "[ui]") {
   CHECK(p.result()->trace.at("logits").data()[0] == want.data()[0]);
   CHECK_FALSE(p.select_backend("cpu", nullptr).error.empty());  // no factory (the web)
   CHECK(p.select_backend("exact", factory).error.empty());
+}
+
+TEST_CASE("ui layout check finds overlaps and cut-off boxes", "[ui]") {
+  const LayoutRect window{0, 0, 1280, 800};
+  LayoutLog log;
+  log.add(LayoutKind::heatmap, "mask", "", {100, 100, 200, 200}, window);
+  log.add(LayoutKind::label, "mask", "학교에", {100, 80, 160, 97}, window);
+  log.add(LayoutKind::label, "mask", "간다", {160, 80, 200, 97}, window);  // touching is fine
+  log.add(LayoutKind::legend, "mask", "", {205, 100, 290, 200}, window);
+  CHECK(log.problems().empty());
+
+  log.add(LayoutKind::heatmap, "weights", "", {280, 100, 380, 200}, window);  // under the legend
+  log.add(LayoutKind::label, "weights", "a very long token name that is cut", {300, 790, 400, 810}, window);
+  const auto problems = log.problems();
+  REQUIRE(problems.size() == 2);
+  CHECK(problems[0].find("legend of mask") == 0);
+  CHECK(problems[0].find("overlaps heatmap of weights") != std::string::npos);
+  CHECK(problems[1].find("label 'a very long token name ' of weights") == 0);  // its first 23 bytes
+  CHECK(problems[1].find("cut off") != std::string::npos);
+
+  log.clear();
+  for (int i = 0; i < 10; ++i) log.add(LayoutKind::label, "grid", "", {0, 0, 10, 10}, window);
+  const auto many = log.problems(5);
+  REQUIRE(many.size() == 6);
+  CHECK(many.back() == "… and 40 more");
 }

@@ -66,10 +66,10 @@ bool uses_sequential_map(const std::string& name) {
 
 // The exact value under the mouse, with its indices and labels.
 void cell_tooltip(const Heatmap& h, const std::vector<std::string>* row_labels,
-                  const std::vector<std::string>* col_labels, ImVec2 origin, float cell) {
+                  const std::vector<std::string>* col_labels) {
   const ImVec2 m = ImGui::GetMousePos();
-  const size_t i = std::min(size_t(std::max(0.0f, (m.y - origin.y) / cell)), h.slice.rows - 1);
-  const size_t j = std::min(size_t(std::max(0.0f, (m.x - origin.x) / cell)), h.slice.cols - 1);
+  const size_t i = std::min(size_t(std::max(0.0f, (m.y - h.y) / h.cell_h)), h.slice.rows - 1);
+  const size_t j = std::min(size_t(std::max(0.0f, (m.x - h.x) / h.cell_w)), h.slice.cols - 1);
   const float v = h.slice.values[i * h.slice.cols + j];
   ImGui::BeginTooltip();
   char where[96] = "";
@@ -85,6 +85,77 @@ void cell_tooltip(const Heatmap& h, const std::vector<std::string>* row_labels,
   else
     ImGui::Text("%.9g", double(v));
   ImGui::EndTooltip();
+}
+
+constexpr const char* ellipsis = "\u2026";
+
+// The part of a text that fits in max_w pixels, [text, end), and its width with the ellipsis that
+// follows when it was cut; a width above max_w means not even the ellipsis fits.
+struct FittedText {
+  const char* end;
+  float width, prefix_w;
+  bool elided;
+};
+
+FittedText fit_text(const char* text, float max_w) {
+  const char* end = text + std::strlen(text);
+  const float full = ImGui::CalcTextSize(text, end).x;
+  if (full <= max_w) return {end, full, full, false};
+  const float dots = ImGui::CalcTextSize(ellipsis).x;
+  const char* cut = text;
+  const float part =
+      max_w > dots ? ImGui::GetFont()->CalcTextSizeA(ImGui::GetFontSize(), max_w - dots, 0, text, end, &cut).x : 0;
+  return {cut, part + dots, part, true};
+}
+
+void draw_fitted(ImDrawList* dl, ImVec2 at, ImU32 color, const char* text, const FittedText& fit) {
+  dl->AddText(at, color, text, fit.end);
+  if (fit.elided) dl->AddText(ImVec2(at.x + fit.prefix_w, at.y), color, ellipsis);
+}
+
+// The widest of the first `count` labels (at most 512 measured: a long axis shows few of them anyway).
+float widest_label(const std::vector<std::string>& labels, size_t count) {
+  float widest = 0;
+  for (size_t i = 0; i < count && i < labels.size() && i < 512; ++i)
+    widest = std::max(widest, ImGui::CalcTextSize(labels[i].c_str()).x);
+  return widest;
+}
+
+// The colour scale right of a heatmap: a gap, the bar, its range's three values, a margin; box_w is
+// the room all of it takes, sized to the values.
+constexpr float legend_gap = 10, legend_bar = 14, legend_margin = 6;
+struct LegendText {
+  char hi[24], mid[24], lo[24];
+  float box_w;
+};
+
+LegendText legend_text(const Heatmap& h) {
+  LegendText t;
+  std::snprintf(t.hi, sizeof t.hi, "%.4g", double(h.range.hi));
+  std::snprintf(t.mid, sizeof t.mid, "%.4g", (double(h.range.lo) + double(h.range.hi)) / 2);
+  std::snprintf(t.lo, sizeof t.lo, "%.4g", double(h.range.lo));
+  const float text_w =
+      std::max({ImGui::CalcTextSize(t.hi).x, ImGui::CalcTextSize(t.mid).x, ImGui::CalcTextSize(t.lo).x});
+  t.box_w = legend_gap + legend_bar + 4 + text_w + legend_margin;
+  return t;
+}
+
+void draw_legend(const Heatmap& h, const LegendText& text, ImVec2 at, float height) {
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const float line = ImGui::GetTextLineHeight();
+  const ImU32 text_col = ImGui::GetColorU32(ImGuiCol_Text);
+  constexpr int steps = 24;
+  for (int s = 0; s < steps; ++s) {
+    const double t0 = 1.0 - double(s) / steps, t1 = 1.0 - double(s + 1) / steps;
+    const Rgba a = color_at(h.map, t0), b = color_at(h.map, t1);
+    const ImU32 ca = IM_COL32(a[0], a[1], a[2], 255), cb = IM_COL32(b[0], b[1], b[2], 255);
+    const float y0 = at.y + height * float(s) / steps, y1 = at.y + height * float(s + 1) / steps;
+    dl->AddRectFilledMultiColor(ImVec2(at.x, y0), ImVec2(at.x + legend_bar, y1), ca, ca, cb, cb);
+  }
+  const float x = at.x + legend_bar + 4;
+  dl->AddText(ImVec2(x, at.y), text_col, text.hi);
+  dl->AddText(ImVec2(x, at.y + height / 2 - line / 2), text_col, text.mid);
+  dl->AddText(ImVec2(x, at.y + height - line), text_col, text.lo);
 }
 
 }  // namespace
@@ -233,6 +304,7 @@ bool App::refresh(Heatmap& h, const ViewKey& key, const Tensor& t, ColorMap map,
 
 void App::draw() {
   playground_.update();  // no-op unless the configuration changed
+  layout_.clear();
   refresh_labels();
   sync_training();
   const ImGuiViewport* vp = ImGui::GetMainViewport();
@@ -255,8 +327,7 @@ void App::draw() {
     ImGui::PopStyleColor();
   }
   if (playground_.result() && ImGui::BeginTabBar("views")) {
-    const ImVec2 avail = ImGui::GetContentRegionAvail();
-    const float h = avail.y - ImGui::GetFrameHeightWithSpacing();
+    const float width = ImGui::GetContentRegionAvail().x;  // each view fits the height it has left
     const char* const titles[] = {"Stage", "Masks", "Positional encoding", "Train"};
     const int pending = pending_tab_;  // a tab selected while drawing one (a button) waits for the next frame
     pending_tab_ = -1;
@@ -264,10 +335,10 @@ void App::draw() {
       const ImGuiTabItemFlags flags = pending == t ? ImGuiTabItemFlags_SetSelected : 0;
       if (!ImGui::BeginTabItem(titles[t], nullptr, flags)) continue;
       tab_ = Tab(t);
-      if (tab_ == Tab::stage) draw_stage_view(avail.x, h);
-      else if (tab_ == Tab::masks) draw_masks_view(avail.x, h);
-      else if (tab_ == Tab::train) draw_train_view(avail.x, h);
-      else draw_pe_view(avail.x, h);
+      if (tab_ == Tab::stage) draw_stage_view(width);
+      else if (tab_ == Tab::masks) draw_masks_view(width);
+      else if (tab_ == Tab::train) draw_train_view(width);
+      else draw_pe_view(width);
       ImGui::EndTabItem();
     }
     ImGui::EndTabBar();
@@ -556,14 +627,14 @@ void App::draw_pipeline() {
 
 // --- the Stage view ---
 
-void App::draw_stage_view(float width, float height) {
+void App::draw_stage_view(float width) {
   const Computed* r = playground_.result();
   const Stage* stage = find_stage(stage_);
   if (!r || !stage) return;
   ImGui::Checkbox("Every head at once", &model_view_);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("The attention weights of all layers and heads for one item");
   if (model_view_) {
-    draw_model_view(width, height - ImGui::GetFrameHeightWithSpacing());
+    draw_model_view();
     return;
   }
   const Tensor& t = stage->value;
@@ -585,12 +656,13 @@ void App::draw_stage_view(float width, float height) {
   if (shape.size() >= 3 && shape[shape.size() - 2] == seq) rows = &r->tokens[b];
   if (is_attention_matrix(stage->name)) cols = &r->tokens[b];
   if (shape.size() == 2) rows = &batch_labels_;
-  const float y0 = ImGui::GetCursorPosY();
+  // A small stage leaves room below for its numbers; the export buttons' row stays in view.
   const bool small = main_.slice.rows * main_.slice.cols <= 400 && main_.slice.cols <= 24;
-  draw_heatmap(main_, rows, cols, width, small ? height * 0.55f : height - 90.0f, "main");
+  const float left = height_above_buttons();
+  draw_heatmap(main_, rows, cols, width, small ? left * 0.6f : left, "main");
   export_buttons(main_, stage->name.c_str(), t, stage->dtype);
   if (small) {
-    ImGui::BeginChild("numbers", ImVec2(0, std::max(60.0f, height - (ImGui::GetCursorPosY() - y0) - 10)), false,
+    ImGui::BeginChild("numbers", ImVec2(0, std::max(60.0f, ImGui::GetContentRegionAvail().y)), false,
                       ImGuiWindowFlags_HorizontalScrollbar);
     draw_number_table(main_, rows, cols);
     ImGui::EndChild();
@@ -615,7 +687,7 @@ void App::update_mask_cache(const Computed& r) {
   }
 }
 
-void App::draw_masks_view(float width, float height) {
+void App::draw_masks_view(float width) {
   const Computed* r = playground_.result();
   if (!r || r->tokens.empty()) return;
   index_slider("batch item", batch_, r->tokens.size(), false);
@@ -643,14 +715,19 @@ void App::draw_masks_view(float width, float height) {
                      ColorMap::sequential);
   if (changed) sum_pad_attention();
   const auto& tokens = r->tokens[size_t(batch_)];
-  const float w = (width - 20) / 3.0f, h = std::min(height * 0.55f, w);
+  // Three side by side in the width; below them the [PAD] table (or its one-line note).
+  const float gap = ImGui::GetStyle().ItemSpacing.x, line = ImGui::GetTextLineHeightWithSpacing();
+  const float w = std::floor((width - 2 * gap) / 3.0f);
+  const float h = ImGui::GetContentRegionAvail().y - line - (any_pad_ ? 120.0f : line);
   const std::pair<Heatmap*, const char*> maps[] = {
       {&mask_, "mask"}, {&unmasked_, "weights without mask"}, {&masked_, "weights with mask"}};
+  float legend_room = 0;  // the widest legend's, for all three: cells of one size
+  for (const auto& [map, title] : maps) legend_room = std::max(legend_room, legend_text(*map).box_w);
   for (const auto& [map, title] : maps) {
     if (map != &mask_) ImGui::SameLine();
     ImGui::BeginGroup();
-    ImGui::TextUnformatted(title);
-    draw_heatmap(*map, &tokens, &tokens, w, h, title);
+    fitted_title(title, w, title);
+    draw_heatmap(*map, &tokens, &tokens, w, std::min(h, w), title, legend_room);
     ImGui::EndGroup();
   }
   draw_pad_table();
@@ -705,76 +782,127 @@ void App::draw_pad_table() {
 
 // --- the positional-encoding view ---
 
-void App::draw_pe_view(float width, float height) {
+void App::draw_pe_view(float width) {
   const Computed* r = playground_.result();
   if (!r) return;
   ImGui::TextWrapped("%s", pe_label_.c_str());
   refresh(pe_, {playground_.result_generation(), &r->pe_table, 0, 0}, r->pe_table, ColorMap::diverging);
-  draw_heatmap(pe_, &batch_labels_, &dim_labels_, width, height - 60, "pe");
+  draw_heatmap(pe_, &batch_labels_, &dim_labels_, width, height_above_buttons(), "pe");
   export_buttons(pe_, "positional_encoding_table", r->pe_table, PrintDtype::float32);
 }
 
 // --- heatmaps ---
 
+void App::fitted_title(const char* text, float max_w, const char* owner) {
+  const FittedText fit = fit_text(text, max_w);
+  const ImVec2 at = ImGui::GetCursorScreenPos();
+  ImGui::Dummy(ImVec2(std::min(fit.width, max_w), ImGui::GetTextLineHeight()));
+  if (fit.width > max_w) return;
+  draw_fitted(ImGui::GetWindowDrawList(), at, ImGui::GetColorU32(ImGuiCol_Text), text, fit);
+  if (fit.elided && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", text);
+  record_box(layout_, LayoutKind::title, owner, text, at, ImVec2(at.x + fit.width, at.y + ImGui::GetTextLineHeight()));
+}
+
+// Cells are square for square matrices (attention) and may be up to 4 times wider than tall, or taller
+// than wide, for the others (a [100, 6] table fills the width; a [4, 128] stage has readable rows).
+// Column labels take one line when they fit their columns, else two (staggered).
 void App::draw_heatmap(Heatmap& h, const std::vector<std::string>* row_labels,
-                       const std::vector<std::string>* col_labels, float max_w, float max_h, const char* id) {
+                       const std::vector<std::string>* col_labels, float max_w, float max_h, const char* id,
+                       float legend_room) {
   if (!h.texture || h.slice.rows == 0 || h.slice.cols == 0) return;
   const float line = ImGui::GetTextLineHeight();
   const float rows = float(h.slice.rows), cols = float(h.slice.cols);
-  float label_w = 0;
-  if (row_labels)
-    for (size_t i = 0; i < h.slice.rows && i < row_labels->size() && i < 512; ++i)
-      label_w = std::max(label_w, ImGui::CalcTextSize((*row_labels)[i].c_str()).x);
-  label_w = row_labels ? std::min(label_w + 8, 120.0f) : 0;
-  const float label_h = col_labels ? line + 4 : 0, legend_w = 90;
-  float cell = std::min((max_w - label_w - legend_w) / cols, (max_h - label_h) / rows);
-  cell = std::clamp(cell, 0.05f, 80.0f);
-  const bool show_rows = row_labels && cell >= line * 0.9f, show_cols = col_labels && cell >= line * 0.9f;
+  const LegendText legend = legend_text(h);
+  const float legend_w = std::max(legend.box_w, legend_room);
+  float label_w =
+      row_labels ? std::min({widest_label(*row_labels, h.slice.rows) + 8, 120.0f, std::max(40.0f, max_w * 0.25f)}) : 0;
+  // Too narrow for row labels too (under 8 pixels a column, and under half the width): the heatmap first.
+  const bool show_rows = row_labels && max_w - label_w - legend_w >= std::min(8 * cols, max_w * 0.5f);
+  if (!show_rows) label_w = 0;
+  const float widest_col = col_labels ? widest_label(*col_labels, h.slice.cols) + 4 : 0;
+  int label_lines = col_labels ? 1 : 0;
+  const auto fit_cells = [&] {
+    const float fit_w = (max_w - label_w - legend_w) / cols, fit_h = (max_h - float(label_lines) * line - 4) / rows;
+    const float side = std::clamp(std::min(fit_w, fit_h), 0.05f, 80.0f);
+    const bool square = h.slice.rows == h.slice.cols;
+    h.cell_w = square ? side : std::clamp(std::min(fit_w, 4 * side), side, 80.0f);
+    h.cell_h = square ? side : std::clamp(std::min(fit_h, 4 * side), side, 80.0f);
+  };
+  fit_cells();
+  if (col_labels && widest_col > h.cell_w) {
+    label_lines = 2;
+    fit_cells();
+  }
+  const float label_h = col_labels ? float(label_lines) * line + 4 : 0;
   const ImVec2 top = ImGui::GetCursorScreenPos();
-  const ImVec2 origin(top.x + (show_rows ? label_w : 0), top.y + (show_cols ? label_h : 0));
-  draw_axis_labels(h, show_rows ? row_labels : nullptr, show_cols ? col_labels : nullptr, top, origin, cell);
-  ImGui::SetCursorScreenPos(origin);
-  ImGui::PushID(id);
-  ImGui::Image(h.texture, ImVec2(cell * cols, cell * rows));
+  const ImVec2 origin(top.x + label_w, top.y + label_h), size(h.cell_w * cols, h.cell_h * rows);
   h.x = origin.x;
   h.y = origin.y;
-  h.cell_w = h.cell_h = cell;
-  if (ImGui::IsItemHovered()) cell_tooltip(h, row_labels, col_labels, origin, cell);
-  draw_cell_values(h, origin, cell);
-  draw_legend(h, origin, cell);
-  const float legend_h = std::max(60.0f, std::min(cell * rows, 240.0f));
+  if (show_rows) draw_row_labels(h, *row_labels, top, label_w, id);
+  if (col_labels)
+    draw_col_labels(h, *col_labels, label_lines, widest_col, ImVec2(top.x, origin.x + size.x + legend_w), top.y, id);
+  ImGui::SetCursorScreenPos(origin);
+  ImGui::PushID(id);
+  ImGui::Image(h.texture, size);
+  record_box(layout_, LayoutKind::heatmap, id, "", origin, ImVec2(origin.x + size.x, origin.y + size.y));
+  if (ImGui::IsItemHovered()) cell_tooltip(h, row_labels, col_labels);
+  draw_cell_values(h);
+  const float legend_h = std::max(3 * line + 6, std::min(size.y, 240.0f));
+  const ImVec2 legend_at(origin.x + size.x + legend_gap, origin.y);
+  draw_legend(h, legend, legend_at, legend_h);
+  record_box(layout_, LayoutKind::legend, id, "", legend_at,
+             ImVec2(origin.x + size.x + legend.box_w - legend_margin, origin.y + legend_h));
   ImGui::SetCursorScreenPos(top);
-  ImGui::Dummy(ImVec2((show_rows ? label_w : 0) + cell * cols + legend_w,
-                      (show_cols ? label_h : 0) + std::max(cell * rows, legend_h) + 4));
+  ImGui::Dummy(ImVec2(label_w + size.x + legend_w, label_h + std::max(size.y, legend_h) + 4));
   ImGui::PopID();
 }
 
-// Token (or index) labels left of the rows and above the columns, clipped to their cell.
-void App::draw_axis_labels(const Heatmap& h, const std::vector<std::string>* row_labels,
-                           const std::vector<std::string>* col_labels, ImVec2 top, ImVec2 origin, float cell) {
+// Row labels in label_w left of the rows: every row's when a line fits in a row, else every k-th; each
+// cut to the width (an ellipsis).
+void App::draw_row_labels(const Heatmap& h, const std::vector<std::string>& labels, ImVec2 top, float label_w,
+                          const char* id) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float line = ImGui::GetTextLineHeight();
-  const ImU32 text_col = ImGui::GetColorU32(ImGuiCol_Text);
-  if (col_labels)
-    for (size_t j = 0; j < h.slice.cols && j < col_labels->size(); ++j) {
-      const ImVec2 a(origin.x + float(j) * cell, top.y), b(a.x + cell, origin.y);
-      dl->PushClipRect(a, b, true);
-      const float tw = ImGui::CalcTextSize((*col_labels)[j].c_str()).x;
-      dl->AddText(ImVec2(a.x + std::max(1.0f, (cell - tw) * 0.5f), a.y), text_col, (*col_labels)[j].c_str());
-      dl->PopClipRect();
-    }
-  if (row_labels)
-    for (size_t i = 0; i < h.slice.rows && i < row_labels->size(); ++i) {
-      const ImVec2 a(top.x, origin.y + float(i) * cell), b(origin.x - 4, a.y + cell);
-      dl->PushClipRect(a, b, true);
-      dl->AddText(ImVec2(a.x, a.y + (cell - line) * 0.5f), text_col, (*row_labels)[i].c_str());
-      dl->PopClipRect();
-    }
+  const ImU32 color = ImGui::GetColorU32(ImGuiCol_Text);
+  const float bottom = h.y + h.cell_h * float(h.slice.rows);
+  const size_t step = h.cell_h >= line ? 1 : size_t(std::ceil(line / h.cell_h));
+  for (size_t i = 0; i < h.slice.rows && i < labels.size(); i += step) {
+    const float y = h.y + float(i) * h.cell_h + (step == 1 ? (h.cell_h - line) * 0.5f : 0);
+    if (y + line > bottom + 0.5f) break;
+    const FittedText fit = fit_text(labels[i].c_str(), label_w - 8);
+    if (fit.width > label_w - 8) continue;
+    draw_fitted(dl, ImVec2(top.x, y), color, labels[i].c_str(), fit);
+    record_box(layout_, LayoutKind::label, id, labels[i], ImVec2(top.x, y), ImVec2(top.x + fit.width, y + line));
+  }
+}
+
+// Column labels centred above their columns, in `lines` lines: on one line each has its column's room;
+// on two, alternating lines, each has the room of two columns, or of 2k when only every k-th label
+// fits (k up to what a label of 3 line heights needs; `widest`: the widest label's room). Cut to their
+// room (an ellipsis), and kept within [bounds.x, bounds.y] (the left edge of the row labels, the right
+// edge of the legend).
+void App::draw_col_labels(const Heatmap& h, const std::vector<std::string>& labels, int lines, float widest,
+                          ImVec2 bounds, float top, const char* id) {
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const float line = ImGui::GetTextLineHeight(), cell = h.cell_w;
+  const ImU32 color = ImGui::GetColorU32(ImGuiCol_Text);
+  const float wanted = std::min(widest, 3 * line);
+  const size_t step = lines == 1 ? 1 : size_t(std::max(1.0f, std::ceil(wanted / (2 * cell))));
+  const float room = float(lines * step) * cell;
+  for (size_t j = 0; j < h.slice.cols && j < labels.size(); j += step) {
+    const float centre = h.x + (float(j) + 0.5f) * cell;
+    const float width = std::min({room, 2 * (centre - bounds.x), 2 * (bounds.y - centre)}) - 4;
+    const FittedText fit = fit_text(labels[j].c_str(), width);
+    if (fit.width > width) continue;
+    const ImVec2 at(centre - fit.width * 0.5f, top + float((j / step) % size_t(lines)) * line);
+    draw_fitted(dl, at, color, labels[j].c_str(), fit);
+    record_box(layout_, LayoutKind::label, id, labels[j], at, ImVec2(at.x + fit.width, at.y + line));
+  }
 }
 
 // Values printed on the cells when they fit (at most ~1,000 short numbers, only on big cells).
-void App::draw_cell_values(const Heatmap& h, ImVec2 origin, float cell) {
-  if (cell < 46 || h.slice.rows * h.slice.cols > 1024) return;
+void App::draw_cell_values(const Heatmap& h) {
+  if (h.cell_w < 46 || h.cell_h < ImGui::GetTextLineHeight() + 2 || h.slice.rows * h.slice.cols > 1024) return;
   ImDrawList* dl = ImGui::GetWindowDrawList();
   for (size_t i = 0; i < h.slice.rows; ++i)
     for (size_t j = 0; j < h.slice.cols; ++j) {
@@ -786,33 +914,10 @@ void App::draw_cell_values(const Heatmap& h, ImVec2 origin, float cell) {
         std::snprintf(text, sizeof text, "%.3f", double(v));
       const Rgba c = value_color(h.map, h.range, v);
       const ImVec2 size = ImGui::CalcTextSize(text);
-      dl->AddText(ImVec2(origin.x + float(j) * cell + (cell - size.x) * 0.5f, origin.y + float(i) * cell + (cell - size.y) * 0.5f),
+      dl->AddText(ImVec2(h.x + float(j) * h.cell_w + (h.cell_w - size.x) * 0.5f,
+                         h.y + float(i) * h.cell_h + (h.cell_h - size.y) * 0.5f),
                   luminance(c) > 0.5f ? IM_COL32(0, 0, 0, 255) : IM_COL32(255, 255, 255, 255), text);
     }
-}
-
-// The colour scale beside the heatmap, with its range.
-void App::draw_legend(const Heatmap& h, ImVec2 origin, float cell) {
-  ImDrawList* dl = ImGui::GetWindowDrawList();
-  const float line = ImGui::GetTextLineHeight();
-  const ImU32 text_col = ImGui::GetColorU32(ImGuiCol_Text);
-  const float lx = origin.x + cell * float(h.slice.cols) + 14;
-  const float lh = std::max(60.0f, std::min(cell * float(h.slice.rows), 240.0f));
-  constexpr int steps = 24;
-  for (int s = 0; s < steps; ++s) {
-    const double t0 = 1.0 - double(s) / steps, t1 = 1.0 - double(s + 1) / steps;
-    const Rgba a = color_at(h.map, t0), b = color_at(h.map, t1);
-    const ImU32 ca = IM_COL32(a[0], a[1], a[2], 255), cb = IM_COL32(b[0], b[1], b[2], 255);
-    const float y0 = origin.y + lh * float(s) / steps, y1 = origin.y + lh * float(s + 1) / steps;
-    dl->AddRectFilledMultiColor(ImVec2(lx, y0), ImVec2(lx + 14, y1), ca, ca, cb, cb);
-  }
-  char num[32];
-  std::snprintf(num, sizeof num, "%.4g", double(h.range.hi));
-  dl->AddText(ImVec2(lx + 18, origin.y - 2), text_col, num);
-  std::snprintf(num, sizeof num, "%.4g", (double(h.range.lo) + double(h.range.hi)) / 2);
-  dl->AddText(ImVec2(lx + 18, origin.y + lh / 2 - line / 2), text_col, num);
-  std::snprintf(num, sizeof num, "%.4g", double(h.range.lo));
-  dl->AddText(ImVec2(lx + 18, origin.y + lh - line), text_col, num);
 }
 
 void App::draw_number_table(const Heatmap& h, const std::vector<std::string>* row_labels,
@@ -905,7 +1010,19 @@ Json App::view_json() const {
             {"unmasked", unmasked_.slice.values}, {"masked", masked_.slice.values},
             {"pad_without", pad_without_}, {"pad_with", pad_with_}}},
           {"model_view", {{"on", model_view_}, {"cells", cells_json(stage_cells_)}}},
-          {"train", train}};
+          {"train", train},
+          {"layout", {{"boxes", layout_.boxes().size()}, {"problems", layout_.problems()}}}};
+}
+
+Json App::layout_views() const {
+  Json views = Json::array();
+  if (const Computed* r = playground_.result())
+    for (const Stage& s : r->trace.stages())
+      views.push_back(Json::object({{"tab", "stage"}, {"stage", s.name}, {"model_view", false}}));
+  views.push_back(Json::object({{"tab", "stage"}, {"model_view", true}}));
+  for (Tab t : {Tab::masks, Tab::positional_encoding, Tab::train})
+    views.push_back(Json::object({{"tab", tab_name(t)}}));
+  return views;
 }
 
 }  // namespace attn::ui

@@ -12,6 +12,7 @@
 
 #include <imgui.h>
 
+#include "ui/layout_check.hpp"
 #include "ui/model_files.hpp"
 #include "ui/playground.hpp"
 #include "ui/training.hpp"
@@ -99,10 +100,16 @@ class App {
   // unknown keys and wrong types throw InputError.
   void select_view(const Json& view);
   const std::string& status() const { return status_; }
+  // What the last frame drew where, and what of it overlaps or is cut off (ui/layout_check.hpp).
+  const LayoutLog& layout() const { return layout_; }
+  // The views a layout check draws, for select_view: every stage of the result, the model view, the
+  // Masks, Positional encoding and Train tabs.
+  Json layout_views() const;
   // {"tab", "stage", "batch", "head", "layer", "missing_glyphs", "heatmap": {x, y, cell_w, cell_h, rows, cols,
   //  colors, values}, "masks": {"layer", "head", "unmasked", "masked", "pad_without", "pad_with"},
   //  "model_view": {layers, heads, cells: [{layer, head, x, y, w, h}]}, "train": {item, layer, head,
-  //  replay, buttons: {name: [x, y, w, h]}, heatmap: {x, y, cell_w, rows, cols, values}}}
+  //  replay, buttons: {name: [x, y, w, h]}, heatmap: {x, y, cell_w, rows, cols, values}},
+  //  "layout": {"boxes", "problems": [sentence, …]}}
   Json view_json() const;
 
   // The Train tab's run. Its settings live in the configuration (PlaygroundConfig::training, so the URL
@@ -128,20 +135,26 @@ class App {
   void draw_model_files();
   void draw_pipeline();
   void set_layer(int layer);
-  void draw_stage_view(float width, float height);
-  void draw_masks_view(float width, float height);
+  void draw_stage_view(float width);
+  void draw_masks_view(float width);
   void update_mask_cache(const Computed& r);
   void sum_pad_attention();
   void draw_pad_table();
-  void draw_pe_view(float width, float height);
+  void draw_pe_view(float width);
   // Rebuilds h when key changed (true); a mask (0/1) uses the fixed range [0, 1].
   bool refresh(Heatmap& h, const ViewKey& key, const Tensor& t, ColorMap map, bool is_mask = false);
+  // A heatmap with its axis labels and legend in at most max_w x max_h (id also names it in the layout);
+  // legend_room: at least this wide for the legend (heatmaps side by side get the same cells).
   void draw_heatmap(Heatmap& h, const std::vector<std::string>* row_labels,
-                    const std::vector<std::string>* col_labels, float max_w, float max_h, const char* id);
-  void draw_axis_labels(const Heatmap& h, const std::vector<std::string>* row_labels,
-                        const std::vector<std::string>* col_labels, ImVec2 top, ImVec2 origin, float cell);
-  void draw_cell_values(const Heatmap& h, ImVec2 origin, float cell);
-  void draw_legend(const Heatmap& h, ImVec2 origin, float cell);
+                    const std::vector<std::string>* col_labels, float max_w, float max_h, const char* id,
+                    float legend_room = 0);
+  void draw_row_labels(const Heatmap& h, const std::vector<std::string>& labels, ImVec2 top, float label_w,
+                       const char* id);
+  void draw_col_labels(const Heatmap& h, const std::vector<std::string>& labels, int lines, float widest, ImVec2 bounds,
+                       float top, const char* id);
+  void draw_cell_values(const Heatmap& h);
+  // A text item cut to max_w (an ellipsis, the whole text in a tooltip), recorded as a title of owner.
+  void fitted_title(const char* text, float max_w, const char* owner);
   void draw_number_table(const Heatmap& h, const std::vector<std::string>* row_labels,
                          const std::vector<std::string>* col_labels);
   void export_buttons(const Heatmap& h, const char* name, const Tensor& value, PrintDtype dtype);
@@ -150,12 +163,12 @@ class App {
   void refresh_labels();
   // The model view: every layer x head of one item, small; a click selects that layer and head.
   template <class CellTensor>
-  bool draw_head_grid(std::vector<Heatmap>& cells, size_t layers, size_t heads, CellTensor cell_tensor, float width,
-                      int& layer, int& head, bool record);
-  void draw_model_view(float width, float height);
+  bool draw_head_grid(std::vector<Heatmap>& cells, size_t layers, size_t heads, CellTensor cell_tensor, ImVec2 size,
+                      int& layer, int& head, const char* id);
+  void draw_model_view();
   // The Train tab (ui/app_train.cpp).
   void sync_training();
-  void draw_train_view(float width, float height);
+  void draw_train_view(float width);
   void draw_train_controls();
   void draw_train_settings();
   std::string build_training(const Json& settings);
@@ -163,7 +176,7 @@ class App {
   bool train_button(const char* name, const char* label);
   void refresh_train_controls();
   void draw_train_curves(float width);
-  void draw_train_attention(float width, float height);
+  void draw_train_attention(float width);
   void refresh_train_cache();
   void show_trained_model();
   void save_trained_model();
@@ -239,6 +252,7 @@ class App {
     float x, y, w, h;
   };
   std::vector<ButtonRect> train_buttons_;
+  LayoutLog layout_;  // this frame's boxes (cleared when a frame starts)
 };
 
 }  // namespace attn::ui

@@ -26,18 +26,17 @@ int index_of(const char* const (&items)[N], const std::string& name) {
 int int_setting(const Json& j, const char* key) { return j.contains(key) ? j[key].get<int>() : 0; }
 
 // A line chart of up to two series (x = step) in a box of `size`; log_y plots log10 of positive values.
-// `scratch` holds the screen points (kept between frames: no allocation once grown).
+// `scratch` holds the screen points (kept between frames: no allocation once grown). Its box and
+// labels go to `layout`; the left margin is as wide as the value labels.
 void line_chart(const char* id, const char* title, const std::vector<ImVec2>& a, const std::vector<ImVec2>& b,
-                bool log_y, ImVec2 size, std::vector<ImVec2>& scratch) {
+                bool log_y, ImVec2 size, std::vector<ImVec2>& scratch, LayoutLog& layout) {
   ImGui::PushID(id);
   const ImVec2 top = ImGui::GetCursorScreenPos();
   ImGui::InvisibleButton("chart", size);
   const bool hovered = ImGui::IsItemHovered();
   ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImU32 text_col = ImGui::GetColorU32(ImGuiCol_Text);
   const float line = ImGui::GetTextLineHeight();
-  const ImVec2 p0(top.x + 52, top.y + line + 4), p1(top.x + size.x - 6, top.y + size.y - line - 4);
-  dl->AddRect(p0, p1, ImGui::GetColorU32(ImGuiCol_Border));
-  dl->AddText(ImVec2(p0.x, top.y), ImGui::GetColorU32(ImGuiCol_Text), title);
   auto y_of = [&](float v) { return log_y ? std::log10(std::max(v, 1e-8f)) : v; };
   float x_hi = 1, y_lo = INFINITY, y_hi = -INFINITY;
   for (const auto* s : {&a, &b})
@@ -46,11 +45,29 @@ void line_chart(const char* id, const char* title, const std::vector<ImVec2>& a,
       y_lo = std::min(y_lo, y_of(p.y));
       y_hi = std::max(y_hi, y_of(p.y));
     }
-  if (!(y_lo <= y_hi)) {
+  const bool any = y_lo <= y_hi;
+  if (any && y_hi - y_lo < 1e-6f) y_hi = y_lo + 1e-6f;
+  char hi_text[32] = "", lo_text[32] = "";
+  const auto value_text = [&](char (&text)[32], float y) {
+    std::snprintf(text, sizeof text, "%.3g", log_y ? std::pow(10.0, double(y)) : double(y));
+  };
+  if (any) {
+    value_text(hi_text, y_hi);
+    value_text(lo_text, y_lo);
+  }
+  const float margin = std::max({40.0f, ImGui::CalcTextSize(hi_text).x, ImGui::CalcTextSize(lo_text).x}) + 6;
+  const ImVec2 p0(top.x + margin, top.y + line + 4), p1(top.x + size.x - 6, top.y + size.y - line - 4);
+  dl->AddRect(p0, p1, ImGui::GetColorU32(ImGuiCol_Border));
+  dl->AddText(ImVec2(p0.x, top.y), text_col, title);
+  const auto record = [&](LayoutKind kind, const char* text, ImVec2 min, ImVec2 max) {
+    record_box(layout, kind, id, text, min, max);
+  };
+  record(LayoutKind::chart, "", p0, p1);
+  record(LayoutKind::title, title, ImVec2(p0.x, top.y), ImVec2(p0.x + ImGui::CalcTextSize(title).x, top.y + line));
+  if (!any) {
     ImGui::PopID();
     return;
   }
-  if (y_hi - y_lo < 1e-6f) y_hi = y_lo + 1e-6f;
   const auto screen = [&](ImVec2 p) {
     return ImVec2(p0.x + (p1.x - p0.x) * p.x / x_hi, p1.y - (p1.y - p0.y) * (y_of(p.y) - y_lo) / (y_hi - y_lo));
   };
@@ -64,15 +81,17 @@ void line_chart(const char* id, const char* title, const std::vector<ImVec2>& a,
     if (series == &b)
       for (const ImVec2& p : scratch) dl->AddCircleFilled(p, 2.5f, color);
   }
-  char text[32];
-  const auto value_text = [&](float y) {
-    std::snprintf(text, sizeof text, "%.3g", log_y ? std::pow(10.0, double(y)) : double(y));
-    return text;
-  };
-  dl->AddText(ImVec2(top.x, p0.y - 2), ImGui::GetColorU32(ImGuiCol_Text), value_text(y_hi));
-  dl->AddText(ImVec2(top.x, p1.y - line + 2), ImGui::GetColorU32(ImGuiCol_Text), value_text(y_lo));
-  std::snprintf(text, sizeof text, "step %.0f", double(x_hi));
-  dl->AddText(ImVec2(p1.x - ImGui::CalcTextSize(text).x, p1.y + 2), ImGui::GetColorU32(ImGuiCol_Text), text);
+  // The range's ends left of the box, at its top and bottom; the last step under its right end.
+  const ImVec2 hi_at(top.x, p0.y - 2), lo_at(top.x, p1.y - line + 2);
+  dl->AddText(hi_at, text_col, hi_text);
+  dl->AddText(lo_at, text_col, lo_text);
+  record(LayoutKind::label, hi_text, hi_at, ImVec2(top.x + ImGui::CalcTextSize(hi_text).x, hi_at.y + line));
+  record(LayoutKind::label, lo_text, lo_at, ImVec2(top.x + ImGui::CalcTextSize(lo_text).x, lo_at.y + line));
+  char step_text[32];
+  std::snprintf(step_text, sizeof step_text, "step %.0f", double(x_hi));
+  const ImVec2 step_at(p1.x - ImGui::CalcTextSize(step_text).x, p1.y + 2);
+  dl->AddText(step_at, text_col, step_text);
+  record(LayoutKind::label, step_text, step_at, ImVec2(p1.x, step_at.y + line));
   if (hovered && !a.empty()) {  // the values at the step under the mouse
     const float step = std::clamp((ImGui::GetMousePos().x - p0.x) / (p1.x - p0.x), 0.0f, 1.0f) * x_hi;
     const auto near = [&](const std::vector<ImVec2>& s) {
@@ -91,30 +110,48 @@ void line_chart(const char* id, const char* title, const std::vector<ImVec2>& a,
 
 // --- the model view ---
 
+// Every cell is placed at its own position (not after the item before): the header row starts a
+// fresh line wherever the grid is drawn, and the cells fit `size` (16 to 120 pixels a side).
 template <class CellTensor>
 bool App::draw_head_grid(std::vector<Heatmap>& cells, size_t layers, size_t heads, CellTensor cell_tensor,
-                         float width, int& layer, int& head, bool record) {
-  if (record) (&cells == &stage_grid_ ? stage_cells_ : train_cells_).clear();
+                         ImVec2 size, int& layer, int& head, const char* id) {
+  std::vector<GridCell>& drawn = &cells == &stage_grid_ ? stage_cells_ : train_cells_;
+  drawn.clear();
   cells.resize(std::max(cells.size(), layers * heads));
-  const float label_w = 28, gap = 4, pad = 1;
-  const float side = std::clamp((width - label_w) / float(std::max<size_t>(heads, 1)) - gap - 2 * pad, 16.0f, 120.0f);
+  heads = std::max<size_t>(heads, 1);
+  char text[24];
+  std::snprintf(text, sizeof text, "L%zu", layers ? layers - 1 : 0);
+  const float label_w = ImGui::CalcTextSize(text).x + 8, gap = 4, pad = 1;
+  const float header_h = ImGui::GetTextLineHeightWithSpacing();
+  const float by_width = (size.x - label_w) / float(heads);
+  const float by_height = (size.y - header_h) / float(std::max<size_t>(layers, 1));
+  const float side = std::clamp(std::min(by_width, by_height) - gap - 2 * pad, 16.0f, 120.0f);
   const float stride = side + 2 * pad + gap;
-  bool clicked = false;
-  for (size_t h = 0; h < heads; ++h) {
-    ImGui::SameLine(label_w + float(h) * stride);
-    ImGui::Text("H%zu", h);
+  std::snprintf(text, sizeof text, "H%zu", heads - 1);
+  const size_t step = size_t(std::ceil((ImGui::CalcTextSize(text).x + gap) / stride));  // every k-th head named
+  const ImVec2 start = ImGui::GetCursorScreenPos();
+  const auto label = [&](ImVec2 at) {
+    ImGui::SetCursorScreenPos(at);
+    ImGui::TextUnformatted(text);
+    record_box(layout_, LayoutKind::label, id, text, ImGui::GetItemRectMin(), ImGui::GetItemRectMax());
+  };
+  for (size_t h = 0; h < heads; h += step) {
+    std::snprintf(text, sizeof text, "H%zu", h);
+    label(ImVec2(start.x + label_w + float(h) * stride, start.y));
   }
+  bool clicked = false;
   ImGui::PushStyleVar(ImGuiStyleVar_FramePadding, ImVec2(pad, pad));
   for (size_t l = 0; l < layers; ++l) {
-    ImGui::AlignTextToFramePadding();
-    ImGui::Text("L%zu", l);
+    const float y = start.y + header_h + float(l) * stride;
+    std::snprintf(text, sizeof text, "L%zu", l);
+    label(ImVec2(start.x, y + (side + 2 * pad - ImGui::GetTextLineHeight()) * 0.5f));
     for (size_t h = 0; h < heads; ++h) {
-      ImGui::SameLine(label_w + float(h) * stride);
       Heatmap& cell = cells[l * heads + h];
       ViewKey key;
       const Tensor* t = cell_tensor(l, h, key);
       ImGui::PushID(int(l * heads + h));
-      const ImVec2 at = ImGui::GetCursorScreenPos();
+      const ImVec2 at(start.x + label_w + float(h) * stride, y);
+      ImGui::SetCursorScreenPos(at);
       if (t) {
         refresh(cell, key, *t, ColorMap::sequential);
         if (ImGui::ImageButton("cell", cell.texture, ImVec2(side, side), ImVec2(0, 0), ImVec2(1, 1))) {
@@ -127,11 +164,11 @@ bool App::draw_head_grid(std::vector<Heatmap>& cells, size_t layers, size_t head
         ImGui::Button("-", ImVec2(side, side));
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("layer %zu: not computed by the fused path", l);
       }
+      const ImVec2 end(at.x + side + 2 * pad, at.y + side + 2 * pad);
       if (int(l) == layer && int(h) == head)
-        ImGui::GetWindowDrawList()->AddRect(at, ImVec2(at.x + side + 2 * pad, at.y + side + 2 * pad),
-                                            IM_COL32(255, 220, 80, 255), 0, 0, 2);
-      if (record)
-        (&cells == &stage_grid_ ? stage_cells_ : train_cells_).push_back({int(l), int(h), at.x, at.y, side, side});
+        ImGui::GetWindowDrawList()->AddRect(at, end, IM_COL32(255, 220, 80, 255), 0, 0, 2);
+      record_box(layout_, LayoutKind::heatmap, id, "", at, end);
+      drawn.push_back({int(l), int(h), at.x, at.y, side, side});
       ImGui::PopID();
     }
   }
@@ -139,7 +176,7 @@ bool App::draw_head_grid(std::vector<Heatmap>& cells, size_t layers, size_t head
   return clicked;
 }
 
-void App::draw_model_view(float width, float height) {
+void App::draw_model_view() {
   const Computed* r = playground_.result();
   if (!r) return;
   const size_t layers = layer_weights_.size();
@@ -149,7 +186,7 @@ void App::draw_model_view(float width, float height) {
   index_slider("batch item", batch_, batch, false);
   ImGui::TextColored(dim_color, "Attention weights of every layer (rows) and head (columns) for item %d; click one to "
                                 "open it.", batch_);
-  ImGui::BeginChild("grid", ImVec2(width, height - ImGui::GetFrameHeightWithSpacing() * 2), false);
+  ImGui::BeginChild("grid", ImVec2(0, 0), false);
   int layer = layer_, head = head_;
   // [B, H, S, S] per layer (the first tutorial's [B, S, S]: its head index is ignored).
   const auto cell = [&](size_t l, size_t h, ViewKey& key) -> const Tensor* {
@@ -158,7 +195,7 @@ void App::draw_model_view(float width, float height) {
     key = {playground_.result_generation(), &s->value, size_t(batch_), h};
     return &s->value;
   };
-  if (draw_head_grid(stage_grid_, layers, heads, cell, width, layer, head, true)) {
+  if (draw_head_grid(stage_grid_, layers, heads, cell, ImGui::GetContentRegionAvail(), layer, head, "grid")) {
     set_layer(layer);
     head_ = head;
     stage_ = weights_stage_name(*r, size_t(layer));
@@ -258,12 +295,12 @@ void App::refresh_train_controls() {
   c.seed = e.contains("seed") ? e["seed"].get<uint64_t>() : 0;
 }
 
-void App::draw_train_view(float width, float height) {
+void App::draw_train_view(float width) {
   if (!training_.configured() && train_error_.empty()) {
     train_error_ = ensure_training();  // the first visit builds the default run
     sync_training();
   }
-  ImGui::BeginChild("train", ImVec2(width, height), false);
+  ImGui::BeginChild("train", ImVec2(0, 0), false);
   draw_train_controls();
   if (!train_error_.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, error_color);
@@ -272,7 +309,7 @@ void App::draw_train_view(float width, float height) {
   }
   if (training_.configured()) {
     draw_train_curves(width);
-    draw_train_attention(width, height);
+    draw_train_attention(width);
   }
   ImGui::EndChild();
 }
@@ -385,12 +422,12 @@ void App::draw_train_curves(float width) {
   ImGui::SameLine();
   ImGui::TextColored(ImVec4(1.0f, 0.67f, 0.24f, 1.0f), "validation");
   const ImVec2 size(std::max(200.0f, width * 0.5f - 8), 150);
-  line_chart("loss", "loss", loss_points_, val_loss_points_, log_loss_, size, plot_scratch_);
+  line_chart("loss", "loss", loss_points_, val_loss_points_, log_loss_, size, plot_scratch_, layout_);
   ImGui::SameLine();
-  line_chart("accuracy", "accuracy", accuracy_points_, val_accuracy_points_, false, size, plot_scratch_);
+  line_chart("accuracy", "accuracy", accuracy_points_, val_accuracy_points_, false, size, plot_scratch_, layout_);
 }
 
-void App::draw_train_attention(float width, float height) {
+void App::draw_train_attention(float width) {
   const auto& snapshots = train_view_.snapshots;
   if (replay_labels_.empty() || snapshots.empty() || !train_view_.live) return;
   index_slider("item", train_item_, replay_labels_.size(), false);
@@ -408,6 +445,7 @@ void App::draw_train_attention(float width, float height) {
   if (item >= snap.weights.size()) return;
   ImGui::Text("label %lld, predicted %lld (p = %.2f)", static_cast<long long>(training_.replay()[item].label),
               static_cast<long long>(snap.predicted[item]), double(snap.probability[item]));
+  record_box(layout_, LayoutKind::title, "train", "", ImGui::GetItemRectMin(), ImGui::GetItemRectMax());
   if (snap.predicted[item] == training_.replay()[item].label) {
     ImGui::SameLine();
     ImGui::TextColored(ImVec4(0.4f, 0.9f, 0.4f, 1.0f), "right");
@@ -420,7 +458,8 @@ void App::draw_train_attention(float width, float height) {
     key = {snap.id, &w, l, h};
     return &w;
   };
-  draw_head_grid(train_grid_, layers, heads, cell, grid_w, train_layer_, train_head_, true);
+  draw_head_grid(train_grid_, layers, heads, cell, ImVec2(grid_w, ImGui::GetContentRegionAvail().y), train_layer_,
+                 train_head_, "train grid");
   ImGui::EndGroup();
   train_layer_ = std::clamp(train_layer_, 0, int(layers) - 1);
   train_head_ = std::clamp(train_head_, 0, int(heads) - 1);
@@ -428,8 +467,9 @@ void App::draw_train_attention(float width, float height) {
   ImGui::BeginGroup();
   ImGui::Text("layer %d, head %d: row = query token, column = the token it attends to", train_layer_, train_head_);
   refresh(train_main_, ViewKey{snap.id, &w, size_t(train_layer_), size_t(train_head_)}, w, ColorMap::sequential);
-  const float avail = std::max(120.0f, height - ImGui::GetCursorPosY() - 60);
-  draw_heatmap(train_main_, &replay_labels_[item], &replay_labels_[item], width - grid_w - 20, avail, "train_main");
+  const float heatmap_w = width - grid_w - ImGui::GetStyle().ItemSpacing.x;
+  draw_heatmap(train_main_, &replay_labels_[item], &replay_labels_[item], heatmap_w,
+               std::max(120.0f, height_above_buttons()), "train_main");
   if (train_button("show", "Show in the Stage tab")) show_trained_model();
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("Every stage of the trained model on the replay items");
   ImGui::SameLine();

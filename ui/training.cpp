@@ -140,6 +140,7 @@ cli::TrainOptions training_options(const Json& settings) {
   }
   if (!threads_here && !o.threads.empty() && o.threads != "1")
     throw InputError("threads: this build has no threads; training runs on one");
+  if (o.task.empty() && o.data.empty()) o.task = "duplicate";  // {} is the Train tab's first task
   return o;
 }
 

@@ -25,7 +25,8 @@ namespace attn::ui {
 // The settings' keys: attn train's option names without dashes, inner dashes as underscores ("task",
 // "steps", "batch_size", "lr", …, and the model's: "d_model", "num_heads", "mask", …). Numbers, strings
 // and booleans (the flags: "no_shuffle", "nesterov", "norm_first", "post_norm"); "betas" also as [b1, b2].
-// Throws InputError for an unknown key or a value of the wrong type; the run checks the values.
+// Neither task nor data: the duplicate task. Throws InputError for an unknown key or a value of the
+// wrong type; the run checks the values.
 cli::TrainOptions training_options(const Json& settings);
 // The settings without "data" (a file cannot travel in a link) as URL-hash pairs "train.KEY=VALUE"
 // (percent-encoded, in key order), and back: values that parse as JSON numbers or booleans are those.

@@ -1,9 +1,13 @@
-// Small pieces the App's files share (ui/app.cpp, ui/app_train.cpp): colours and a clamping slider.
+// Small pieces the App's files share (ui/app.cpp, ui/app_train.cpp): colours, a clamping slider and
+// the layout record.
 #pragma once
 #include <algorithm>
 #include <cstddef>
+#include <string_view>
 
 #include <imgui.h>
+
+#include "ui/layout_check.hpp"
 
 namespace attn::ui {
 
@@ -20,6 +24,19 @@ inline void index_slider(const char* label, int& value, size_t count, bool same_
     ImGui::SliderInt(label, &value, 0, last);
   }
   value = std::clamp(value, 0, last);
+}
+
+// The height left in the window above a row of buttons that must stay in view.
+inline float height_above_buttons() {
+  return ImGui::GetContentRegionAvail().y - ImGui::GetFrameHeightWithSpacing() - ImGui::GetStyle().ItemSpacing.y;
+}
+
+// Records a box drawn in the current window, with the region it shows (the window's clip rectangle).
+inline void record_box(LayoutLog& log, LayoutKind kind, std::string_view owner, std::string_view text, ImVec2 min,
+                       ImVec2 max) {
+  const ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 c0 = dl->GetClipRectMin(), c1 = dl->GetClipRectMax();
+  log.add(kind, owner, text, {min.x, min.y, max.x, max.y}, {c0.x, c0.y, c1.x, c1.y});
 }
 
 }  // namespace attn::ui

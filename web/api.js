@@ -150,6 +150,10 @@
       const error = call('attnlab_select_view', 'string', ['string'], [JSON.stringify(view)]);
       if (error) throw new Error(error);
     },
+    // The views a layout check visits: [{tab, stage, model_view}, …] for selectView; after two frames,
+    // state().view.layout is {boxes, problems} of what the canvas drew (labels, legends or heatmaps that
+    // overlap or are cut off).
+    layoutViews() { return JSON.parse(call('attnlab_layout_views', 'string', [], [])); },
     // train({task, data, steps, batch_size, optimizer, lr, seed, eval_every, d_model, num_heads, …}): attn
     // train's options without dashes (inner dashes as underscores); `data` is a labelled file's bytes or
     // text, or {name, bytes}. Resets the run (paused at step 0); throws with the reason settings are refused.

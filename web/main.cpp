@@ -145,6 +145,10 @@ EMSCRIPTEN_KEEPALIVE const char* attnlab_select_view(const char* json) {
   }
 }
 
+// The views a layout check draws (each stage, the model view, the other tabs) as a JSON array of views
+// for attnlab_select_view; state().view.layout then lists what overlaps in the frame drawn.
+EMSCRIPTEN_KEEPALIVE const char* attnlab_layout_views() { return hand_to_js(state->app->layout_views().dump()); }
+
 // Loads a model from files api.js wrote into MEMFS: a JSON array of paths (sorted into weights, config
 // and vocabulary by name and content) or {"weights", "config", "vocab"}. Returns "" or the problem.
 EMSCRIPTEN_KEEPALIVE const char* attnlab_load_model(const char* json) {

@@ -3,7 +3,7 @@
 //            [--weights W.safetensors [--config C.json] [--vocab V.json] | --model-dir DIR]
 //            [--screenshot out.png --frames N]
 //            [--backend exact|cpu|gl|cuda|auto] [--size WxH] [--trace FILE.json] [--train-steps N]
-//            [--view JSON]
+//            [--view JSON] [--check-layout]
 // --weights/--config/--vocab load a model as `attn encode` does, --model-dir a BERT or GPT-2
 // checkpoint's folder (the UI's "Open model files" fields do the same later). --screenshot renders N frames, writes the last one (glReadPixels) as PNG and exits:
 // for headless checks under Xvfb; it also reports the heap allocations of the last frame's UI, and with
@@ -11,7 +11,10 @@
 // ImGui 3 frames to settle first: --frames 4 or more); --trace then also writes the trace document of
 // what is shown (the web's attnlab.trace()). --train-steps N builds the Train tab's run from the hash's
 // train.* settings and trains N steps before the first frame. --view selects what is shown as the JS API's
-// selectView does ({"model_view": true, "layer": 1, …}). Exports go to the current folder.
+// selectView does ({"model_view": true, "layer": 1, …}). --check-layout draws every view (each stage, the
+// model view, the Masks, Positional encoding and Train tabs; the Train tab's run trains --train-steps or 20
+// steps first) at the window's size, prints each label, legend or heatmap that overlaps another or is cut
+// off by its region, and exits 1 if there is one. Exports go to the current folder.
 #include <GLFW/glfw3.h>
 #include <imgui.h>
 #include <imgui_impl_glfw.h>
@@ -73,11 +76,69 @@ void write_file(const std::string& path, const void* data, size_t size) {
   if (!out) throw attn::InputError("cannot write " + path);
 }
 
+// The cost of one frame's UI (NewFrame … Render): heap allocations and engine runs.
+struct FrameCost {
+  uint64_t allocations = 0;
+  size_t computations = 0;
+};
+
+// Lays out one frame of the UI and, when `show`, draws it into the back buffer.
+FrameCost render_frame(GLFWwindow* window, attn::ui::App& app, const attn::ui::Playground& playground,
+                       bool show = true) {
+  if (app.update_fonts()) {
+    ImGui_ImplOpenGL3_DestroyFontsTexture();
+    ImGui_ImplOpenGL3_CreateFontsTexture();
+  }
+  ImGui_ImplOpenGL3_NewFrame();
+  ImGui_ImplGlfw_NewFrame();
+  const uint64_t before = attn::ui::allocation_count();
+  const size_t computed_before = playground.compute_count();
+  ImGui::NewFrame();
+  app.draw();
+  ImGui::Render();
+  const FrameCost cost{attn::ui::allocation_count() - before, playground.compute_count() - computed_before};
+  if (!show) return cost;
+  int w = 0, h = 0;
+  glfwGetFramebufferSize(window, &w, &h);
+  glViewport(0, 0, w, h);
+  glClearColor(0.1f, 0.1f, 0.12f, 1.0f);
+  glClear(GL_COLOR_BUFFER_BIT);
+  ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+  return cost;
+}
+
+// --check-layout: every view laid out for two frames (a tab shows from the frame after it is selected;
+// nothing is drawn: the layout is all it checks), then what the last frame placed that overlaps or is
+// cut off. 1 when anything is.
+int check_layout(GLFWwindow* window, attn::ui::App& app, const attn::ui::Playground& playground) {
+  render_frame(window, app, playground);  // computes: the views list the result's stages
+  size_t views = 0, boxes = 0, problems = 0;
+  for (const attn::Json& view : app.layout_views()) {
+    app.select_view(view);
+    for (int frame = 0; frame < 2; ++frame) {
+      glfwPollEvents();
+      render_frame(window, app, playground, false);
+    }
+    const std::vector<std::string> found = app.layout().problems();
+    ++views;
+    boxes += app.layout().boxes().size();
+    problems += found.size();
+    if (found.empty()) continue;
+    std::printf("attn-gui: %s: %zu layout problem(s)\n", view.dump().c_str(), found.size());
+    for (const std::string& p : found) std::printf("  %s\n", p.c_str());
+  }
+  int w = 0, h = 0;
+  glfwGetWindowSize(window, &w, &h);
+  std::printf("attn-gui: layout at %dx%d: %zu view(s), %zu box(es), %zu problem(s)\n", w, h, views, boxes, problems);
+  return problems ? 1 : 0;
+}
+
 int usage(const char* problem) {
   std::fprintf(stderr,
                "%s\nusage: attn-gui [--hash SETTINGS] [--stage NAME] [--tab TAB] [--weights W.safetensors [--config C.json] "
                "[--vocab V.json] | --model-dir DIR] [--backend exact|cpu|gl|cuda|auto] [--size WxH] "
-               "[--screenshot FILE.png --frames N [--check-idle] [--trace FILE.json]] [--train-steps N] [--view JSON]\n",
+               "[--screenshot FILE.png --frames N [--check-idle] [--trace FILE.json]] [--train-steps N] [--view JSON] "
+               "[--check-layout]\n",
                problem);
   return 2;
 }
@@ -86,7 +147,7 @@ int usage(const char* problem) {
 
 int main(int argc, char** argv) {
   std::string hash, stage, screenshot, trace, tab, view, model_dir, backend = "exact";
-  bool check_idle = false;
+  bool check_idle = false, check_layout_views = false;
   attn::ui::ModelFiles model_files;
   int frames = 3, width = 1280, height = 800, train_steps = 0;
   for (int i = 1; i < argc; ++i) {
@@ -98,6 +159,7 @@ int main(int argc, char** argv) {
     else if (arg == "--view") view = value();
     else if (arg == "--backend") backend = value();
     else if (arg == "--check-idle") check_idle = true;
+    else if (arg == "--check-layout") check_layout_views = true;
     else if (arg == "--screenshot") screenshot = value();
     else if (arg == "--trace") trace = value();
     else if (arg == "--weights") model_files.weights = value();
@@ -120,6 +182,8 @@ int main(int argc, char** argv) {
   } catch (const attn::InputError& e) {
     return usage(e.what());
   }
+  if (check_layout_views && !screenshot.empty())
+    return usage("--check-layout lays views out without drawing them: no --screenshot");
   if (model_files.weights.empty() && !(model_files.config.empty() && model_files.vocab.empty()))
     return usage("--config and --vocab need --weights");
   if (!model_dir.empty()) {
@@ -176,6 +240,7 @@ int main(int argc, char** argv) {
       if (!error.empty()) std::fprintf(stderr, "attn-gui: could not load the model: %s\n", error.c_str());
       if (!error.empty() && !screenshot.empty()) status = 2;
     }
+    if (check_layout_views && !train_steps) train_steps = 20;  // the Train tab shows its curves and heads
     if (train_steps) {
       const std::string error = app.configure_training(config.training);
       if (!error.empty()) {
@@ -185,31 +250,14 @@ int main(int argc, char** argv) {
         app.training().run_steps(size_t(train_steps));
       }
     }
-    uint64_t ui_allocations = 0;  // during the last frame's UI (NewFrame … Render)
-    size_t ui_computations = 0;   // engine runs during the last frame
-    for (int frame = 1; !glfwWindowShouldClose(window); ++frame) {
+    if (check_layout_views && !status) status = check_layout(window, app, playground);
+    for (int frame = 1; !check_layout_views && !glfwWindowShouldClose(window); ++frame) {
       if (screenshot.empty()) glfwWaitEventsTimeout(0.5);  // idle: no busy loop, no recompute
       else glfwPollEvents();
-      if (app.update_fonts()) {
-        ImGui_ImplOpenGL3_DestroyFontsTexture();
-        ImGui_ImplOpenGL3_CreateFontsTexture();
-      }
-      ImGui_ImplOpenGL3_NewFrame();
-      ImGui_ImplGlfw_NewFrame();
-      const uint64_t before = attn::ui::allocation_count();
-      const size_t computed_before = playground.compute_count();
-      ImGui::NewFrame();
-      app.draw();
-      ImGui::Render();
-      ui_allocations = attn::ui::allocation_count() - before;
-      ui_computations = playground.compute_count() - computed_before;
-      int w = 0, h = 0;
-      glfwGetFramebufferSize(window, &w, &h);
-      glViewport(0, 0, w, h);
-      glClearColor(0.1f, 0.1f, 0.12f, 1.0f);
-      glClear(GL_COLOR_BUFFER_BIT);
-      ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+      const FrameCost cost = render_frame(window, app, playground);
       if (!screenshot.empty() && frame >= frames) {
+        int w = 0, h = 0;
+        glfwGetFramebufferSize(window, &w, &h);
         std::vector<uint8_t> rgba(size_t(w) * size_t(h) * 4), flipped(rgba.size());
         glPixelStorei(GL_PACK_ALIGNMENT, 1);
         glReadBuffer(GL_BACK);
@@ -224,8 +272,8 @@ int main(int argc, char** argv) {
                       int(playground.compute_count()), playground.result() ? playground.result()->compute_ms : 0.0,
                       screenshot.c_str(), w, h);
           std::printf("attn-gui: last frame's UI: %llu heap allocation(s), %zu computation(s)\n",
-                      static_cast<unsigned long long>(ui_allocations), ui_computations);
-          if (check_idle && (ui_allocations || ui_computations)) {
+                      static_cast<unsigned long long>(cost.allocations), cost.computations);
+          if (check_idle && (cost.allocations || cost.computations)) {
             std::fprintf(stderr, "attn-gui: the last frame was not idle (--check-idle)\n");
             status = 1;
           }

@@ -10,7 +10,8 @@
 // page's file input (PyTorch's weights of transformer_small.json) equals PyTorch, malformed files are
 // messages, and so are random settings and files (robustness.js); recompute + redraw time at S=128,
 // d=128, 4 heads, 2 layers (budgets printed; enforced only with ATTN_FIRST_FRAME_BUDGET_MS /
-// ATTN_RECOMPUTE_BUDGET_MS).
+// ATTN_RECOMPUTE_BUDGET_MS); at 1280x800 and 1920x1080 no label, legend or heatmap of any view overlaps
+// another or is cut off.
 'use strict';
 const fs = require('fs');
 const http = require('http');
@@ -273,6 +274,55 @@ async function checkThreaded(browser, errors) {
   } finally {
     await page.close();
     server.close();
+  }
+}
+
+// Layouts that fit: in 1280x800 and 1920x1080 viewports, every view of the first tutorial and of the
+// Transformer (attnlab.layoutViews(): each stage, of layer 0 only for the Transformer, the model view,
+// Masks, Positional encoding, Train after 20 steps) draws no label, legend or heatmap that overlaps
+// another or is cut off (state().view.layout).
+async function checkLayouts(browser, url, errors) {
+  for (const [width, height] of [[1280, 800], [1920, 1080]]) {
+    const size = `${width}x${height}`;
+    const page = await browser.newPage({ viewport: { width, height }, deviceScaleFactor: 1 });
+    page.on('console', (m) => { if (m.type() === 'error') errors.push(`${size}: ${m.text()}`); });
+    page.on('pageerror', (e) => errors.push(`${size}: ${String(e)}`));
+    try {
+      await page.goto(url);
+      await page.waitForFunction(() => window.attnlab && window.attnlab.firstFrameMs !== null, null, { timeout: 30000 });
+      const start = Date.now();
+      const found = await page.evaluate(async () => {
+        const frame = () => new Promise((resolve) => requestAnimationFrame(resolve));
+        attnlab.train({ task: 'duplicate', steps: 20 });
+        await attnlab.trainSteps(20);
+        const out = { views: 0, boxes: 0, problems: [] };
+        let tab = attnlab.state().view.tab;
+        for (const model of ['tutorial', 'transformer']) {
+          attnlab.set({ model });
+          for (const view of attnlab.layoutViews()) {
+            if (/^layers\.[1-9]/.test(view.stage || '')) continue;  // other layers: the same shapes
+            attnlab.selectView(view);
+            // A tab shows from the frame after it is selected (and rAF callbacks may run before the page's).
+            for (let i = view.tab === tab ? 2 : 3; i > 0; i--) await frame();
+            tab = view.tab;
+            const layout = attnlab.state().view.layout;
+            out.views++;
+            out.boxes += layout.boxes;
+            for (const p of layout.problems) out.problems.push(`${model} ${JSON.stringify(view)}: ${p}`);
+          }
+        }
+        attnlab.selectView({ tab: 'masks' });
+        for (let i = 0; i < 3; i++) await frame();
+        return out;
+      });
+      check(found.views > 30 && found.boxes > 0 && found.problems.length === 0,
+            `${size}: ${found.views} views, ${found.boxes} labels, legends and heatmaps, none overlapping or cut off ` +
+            `(${((Date.now() - start) / 1000).toFixed(1)} s) ` +
+            found.problems.slice(0, 5).join('; '));
+      if (outDir) fs.writeFileSync(path.join(outDir, `playground_layout_${size}.png`), await page.screenshot());
+    } finally {
+      await page.close();
+    }
   }
 }
 
@@ -556,6 +606,7 @@ function closeToFixture(trace, fx) {
     await checkIdle(page, 'S=128 Masks view');
     await checkTraining(page);
     await page.close();  // headless pages all draw: one page at a time, so the timings are the page's own
+    await checkLayouts(browser, url, errors);
     await checkThreaded(browser, errors);
     check(errors.length === 0, 'no console errors' + (errors.length ? ': ' + errors.join(' | ') : ''));
   } finally {
