@@ -45,8 +45,9 @@ void App::go_to_tour_step(int step) {
 
 void App::draw_tour_view(float width, float height) {
   const PlaygroundConfig& c = playground_.config();
-  if (c.tour == 0) {  // the tab was chosen: start at the beginning
-    go_to_tour_step(1);
+  if (c.tour == 0) {  // not started, or just ended (the Stage tab shows from the next frame)
+    ImGui::TextWrapped("%s", tr(Str::start_tour_tip));
+    if (ImGui::Button(tr(Str::tour_start))) go_to_tour_step(1);
     return;
   }
   const float top = ImGui::GetCursorPosY();
