@@ -17,7 +17,6 @@ namespace {
 
 constexpr size_t max_texture = 4096;  // WebGL2 guarantees at least this texture size
 constexpr float font_size = 17.0f;
-const char* const korean_name = "\uD55C\uAD6D\uC5B4";  // 한국어: the language switch shows it in English too
 
 std::vector<uint32_t> code_points(const std::string& text) {
   std::vector<uint32_t> out;
@@ -140,7 +139,6 @@ bool App::update_fonts() {
     wanted.insert(wanted.end(), cps.begin(), cps.end());
   };
   for (size_t k = 0; k < size_t(Str::count); ++k) want(tr(Str(k)));  // the UI's own texts
-  want(korean_name);
   if (const Computed* r = playground_.result())  // a checkpoint's tokens: lower-cased, pieces, "·"
     for (const auto& row : r->tokens)
       for (const std::string& token : row) want(token);

@@ -11,15 +11,15 @@ namespace attn::ui {
 
 void App::draw_language_choice() {
   const Lang current = language_of(playground_.config());
-  const auto choose = [&](const char* label, Lang lang) {
-    if (ImGui::RadioButton(label, current == lang) && current != lang) {
+  const auto choose = [&](Str label, Lang lang) {
+    if (ImGui::RadioButton(tr(label), current == lang) && current != lang) {
       draft_.lang = lang_code(lang);
       apply(draft_);
     }
   };
-  choose("English", Lang::en);
+  choose(Str::english, Lang::en);
   ImGui::SameLine();
-  choose("\uD55C\uAD6D\uC5B4", Lang::ko);  // 한국어
+  choose(Str::korean, Lang::ko);
 }
 
 // A new step (from the hash, the API or the buttons) selects its stage, once: the user may look at

@@ -28,7 +28,6 @@ const char* tr(Str key) { return text_in(key, current); }
 const char* key_name(Str key) { return entries[size_t(key)].key; }
 
 void set_language(Lang lang) { current = lang; }
-Lang language() { return current; }
 void set_default_language(Lang lang) { fallback = lang; }
 Lang default_language() { return fallback; }
 

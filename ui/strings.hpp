@@ -22,7 +22,6 @@ const char* text_in(Str key, Lang lang);  // in a given one
 const char* key_name(Str key);            // "tour_next"
 
 void set_language(Lang lang);
-Lang language();
 // The default for a configuration without `lang` (the shells set it once, at start).
 void set_default_language(Lang lang);
 Lang default_language();
