@@ -110,6 +110,7 @@ TEST_CASE("ui tour steps show stages of both tutorials, also for the user's sent
   }
   CHECK(tour_config(tour_config(PlaygroundConfig(), 12), 0).tour == 0);
   CHECK(from_hash("tour=12").model == ModelKind::transformer);  // a link to a second-tutorial step
+  CHECK(apply_settings(PlaygroundConfig(), Json{{"tour", 12}}).model == ModelKind::transformer);
   CHECK_THROWS_AS(tour_step(0), InputError);
   CHECK_THROWS_AS(tour_config(PlaygroundConfig(), tour_length + 1), InputError);
 }

@@ -65,7 +65,7 @@ void App::draw_tour_view(float width, float height) {
   ImGui::TextColored(dim_color, "%s", tr(step.transformer ? Str::tour_part2 : Str::tour_part1));
   ImGui::SameLine();
   if (ImGui::SmallButton(tr(Str::tour_end))) go_to_tour_step(0);
-  ImGui::TextUnformatted(tr(step.title));
+  ImGui::TextColored(ImVec4(1.0f, 0.85f, 0.45f, 1.0f), "%s", tr(step.title));
   ImGui::TextWrapped("%s", tr(step.text));
   ImGui::Text("%s: %s", tr(Str::tour_formula), tr(step.formula));
   ImGui::Text("%s: %s", tr(Str::tour_shape), step.shape);

@@ -320,18 +320,18 @@ PlaygroundConfig apply_settings(const PlaygroundConfig& base, const Json& settin
       throw InputError("setting '" + key + "' has a value of the wrong type");
     }
   }
-  return c;
+  return settings.contains("tour") ? tour_config(c, c.tour) : c;  // as the hash: the step's model
 }
 
 Json settings_json(const PlaygroundConfig& c) {
   if (c.model == ModelKind::loaded)  // its sizes are the file's, not settings (apply_settings refuses them)
     return {{"model", model_kind_name(c.model)}, {"sentences", c.sentences}, {"seed", c.seed},
-            {"mask", mask_kind_name(c.mask)}, {"train", c.train}, {"lang", c.lang}};
+            {"mask", mask_kind_name(c.mask)}, {"train", c.train}, {"lang", c.lang}, {"tour", c.tour}};
   return {{"model", model_kind_name(c.model)}, {"sentences", c.sentences}, {"seed", c.seed},
           {"d_model", c.d_model},  {"max_len", c.max_len},       {"mask", mask_kind_name(c.mask)},
           {"num_heads", c.num_heads}, {"num_layers", c.num_layers}, {"d_ff", c.d_ff},
           {"num_classes", c.num_classes}, {"dropout", float(c.dropout)}, {"train", c.train},
-          {"norm_first", c.norm_first}, {"lang", c.lang}};
+          {"norm_first", c.norm_first}, {"lang", c.lang}, {"tour", c.tour}};
 }
 
 std::string sentences_text(const std::vector<std::string>& sentences) {

@@ -72,7 +72,7 @@ std::string percent_encode(const std::string& text);
 std::string percent_decode(const std::string& text);  // throws InputError on a bad escape
 
 // Applies a JSON object of settings ({sentences, seed, d_model, num_heads, num_layers, d_ff, max_len,
-// num_classes, mask, dropout, train, norm_first, model, lang}) on top of `base`; `model` first (it resets the
+// num_classes, mask, dropout, train, norm_first, model, lang, tour}) on top of `base`; `model` first (it resets the
 // sizes to that model's defaults). Unknown keys and wrong types throw InputError.
 PlaygroundConfig apply_settings(const PlaygroundConfig& base, const Json& settings);
 Json settings_json(const PlaygroundConfig& config);  // the same keys, all of them

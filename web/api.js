@@ -145,7 +145,8 @@
       return JSON.parse(text);
     },
     // set({sentences, seed, d_model, num_heads, num_layers, d_ff, max_len, num_classes, mask, dropout,
-    //      train, norm_first, model, lang}); lang: 'en', 'ko' or '' (the browser's language); throws on unknown keys or bad values; returns stats() (cheap:
+    //      train, norm_first, model, lang, tour}); lang: 'en', 'ko' or '' (the browser's language); tour: the
+    //      guided tour's step, as selectView({tour}); throws on unknown keys or bad values; returns stats() (cheap:
     // state() serialises the view, which timing a change must not include).
     set(settings) {
       const error = call('attnlab_set', 'string', ['string'], [JSON.stringify(settings)]);
