@@ -5,7 +5,6 @@ the font lacks, and ImGui draws '?' for it).
 Usage: check_font_chars.py REPO_ROOT [FONT.ttf]"""
 import os
 import sys
-import tempfile
 
 root = sys.argv[1]
 font = sys.argv[2] if len(sys.argv) > 2 else "/usr/share/fonts/truetype/nanum/NanumGothic.ttf"
@@ -15,11 +14,7 @@ from fontTools.ttLib import TTFont  # noqa: E402
 
 table = os.path.join(root, "ui", "strings_table.inc")
 used = font_chars.table_chars(table)
-with tempfile.TemporaryDirectory() as tmp:
-    out = os.path.join(tmp, "chars.txt")
-    sys.argv = ["font_chars.py", out, table]
-    exec(compile(open(font_chars.__file__, encoding="utf-8").read(), font_chars.__file__, "exec"), {"__name__": "__main__"})
-    subset = set(open(out, encoding="utf-8").read())
+subset = set(font_chars.subset_chars(table))
 cmap = TTFont(font).getBestCmap()
 missing = sorted(c for c in used if c not in subset or (ord(c) >= 0x20 and ord(c) not in cmap))
 print(f"{len(used)} characters in the UI's texts; {len(missing)} without a glyph")

@@ -100,8 +100,8 @@ class App {
   // unknown keys and wrong types throw InputError.
   void select_view(const Json& view);
   const std::string& status() const { return status_; }
-  // {"tab", "stage", "batch", "head", "layer", "lang", "tour", "missing_glyphs", "heatmap": {x, y, cell_w, cell_h, rows, cols,
-  //  colors, values}, "masks": {"layer", "head", "unmasked", "masked", "pad_without", "pad_with"},
+  // {"tab", "stage", "batch", "head", "layer", "lang", "tour", "missing_glyphs",
+  //  "heatmap": {x, y, cell_w, cell_h, rows, cols, colors, values}, "masks": {"layer", "head", "unmasked", "masked", "pad_without", "pad_with"},
   //  "model_view": {layers, heads, cells: [{layer, head, x, y, w, h}]}, "train": {item, layer, head,
   //  replay, buttons: {name: [x, y, w, h]}, heatmap: {x, y, cell_w, rows, cols, values}}}
   Json view_json() const;

@@ -23,10 +23,15 @@ def table_chars(path):
     return out
 
 
-if __name__ == "__main__":
+def subset_chars(table=None):
+    """The characters to keep, in order: the ranges, the symbols, then the table's others."""
     chars = [chr(c) for lo, hi in ranges for c in range(lo, hi + 1)]
     chars += list("·×÷…√→←–—‘’“”")
-    if len(sys.argv) > 2:
-        chars += sorted(table_chars(sys.argv[2]) - set(chars))
+    if table:
+        chars += sorted(table_chars(table) - set(chars))
+    return chars
+
+
+if __name__ == "__main__":
     with open(sys.argv[1], "w", encoding="utf-8") as f:
-        f.write("".join(chars))
+        f.write("".join(subset_chars(sys.argv[2] if len(sys.argv) > 2 else None)))

@@ -8,8 +8,8 @@
 // the screenshot shows the heatmap's colours; idle frames allocate nothing and compute nothing; the
 // Masks view of any layer and head; Hangul beyond KS X 1001 has glyphs; a model loaded through the
 // page's file input (PyTorch's weights of transformer_small.json) equals PyTorch, malformed files are
-// messages; the language switch and the guided tour; recompute + redraw time at S=128, d=128, 4 heads, 2 layers (budgets printed; enforced only
-// with ATTN_FIRST_FRAME_BUDGET_MS / ATTN_RECOMPUTE_BUDGET_MS).
+// messages; the language switch and the guided tour; recompute + redraw time at S=128, d=128, 4 heads,
+// 2 layers (budgets printed; enforced only with ATTN_FIRST_FRAME_BUDGET_MS / ATTN_RECOMPUTE_BUDGET_MS).
 'use strict';
 const fs = require('fs');
 const http = require('http');
