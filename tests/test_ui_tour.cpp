@@ -98,6 +98,7 @@ TEST_CASE("ui tour steps show stages of both tutorials, also for the user's sent
       CHECK(c.tour == step);
       CHECK(c.sentences == start.sentences);
       CHECK(c.model == (tour_step(step).transformer ? ModelKind::transformer : ModelKind::tutorial));
+      CHECK(tour_model_fits(c, step));
       CHECK(from_hash(to_hash(c)) == c);
       if (!runs[c.model]) runs[c.model] = compute(c);
       const Computed& r = *runs[c.model];
@@ -109,6 +110,8 @@ TEST_CASE("ui tour steps show stages of both tutorials, also for the user's sent
     }
   }
   CHECK(tour_config(tour_config(PlaygroundConfig(), 12), 0).tour == 0);
+  CHECK_FALSE(tour_model_fits(PlaygroundConfig(), 12));
+  CHECK_FALSE(tour_model_fits(defaults_for(ModelKind::transformer), 3));
   CHECK(from_hash("tour=12").model == ModelKind::transformer);  // a link to a second-tutorial step
   CHECK(apply_settings(PlaygroundConfig(), Json{{"tour", 12}}).model == ModelKind::transformer);
   CHECK_THROWS_AS(tour_step(0), InputError);

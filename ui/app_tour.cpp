@@ -77,6 +77,11 @@ void App::draw_tour_view(float width, float height) {
       ImGui::TextColored(dim_color, tr(Str::tour_heads), c.num_heads, c.d_model / c.num_heads);
     }
   }
+  if (!tour_model_fits(c, c.tour)) {  // the model was switched during the tour
+    ImGui::TextColored(dim_color, "%s", tr(Str::tour_other_model));
+    ImGui::SameLine();
+    if (ImGui::SmallButton(tr(Str::tour_show_step))) go_to_tour_step(c.tour);
+  }
   ImGui::Separator();
   draw_stage_view(width, height - (ImGui::GetCursorPosY() - top));
 }

@@ -30,12 +30,13 @@ const TourStep steps[tour_length] = {
      true},
 };
 
+}  // namespace
+
 // A classifier read from files has the Transformer's stages; a BERT / GPT-2 checkpoint has its own.
-bool shows_transformer_stages(const PlaygroundConfig& c) {
+bool tour_model_fits(const PlaygroundConfig& c, int step) {
+  if (!tour_step(step).transformer) return c.model == ModelKind::tutorial;
   return c.model == ModelKind::transformer || (c.model == ModelKind::loaded && c.loaded && !c.loaded->pretrained);
 }
-
-}  // namespace
 
 const TourStep& tour_step(int step) {
   if (step < 1 || step > tour_length)
@@ -47,10 +48,8 @@ PlaygroundConfig tour_config(const PlaygroundConfig& config, int step) {
   if (step != 0) tour_step(step);  // checks the range
   PlaygroundConfig c = config;
   c.tour = step;
-  if (step == 0) return c;
-  if (!tour_step(step).transformer && c.model != ModelKind::tutorial) c = defaults_for(ModelKind::tutorial, c);
-  if (tour_step(step).transformer && !shows_transformer_stages(c)) c = defaults_for(ModelKind::transformer, c);
-  return c;
+  if (step == 0 || tour_model_fits(c, step)) return c;
+  return defaults_for(tour_step(step).transformer ? ModelKind::transformer : ModelKind::tutorial, c);
 }
 
 std::string tour_stage(int step, size_t layer) {

@@ -26,6 +26,8 @@ const TourStep& tour_step(int step);  // 1 … tour_length; throws InputError ou
 // its steps, the Transformer for the second's; a classifier loaded from files stays for those), the
 // sentences, seed, language and everything else kept.
 PlaygroundConfig tour_config(const PlaygroundConfig& config, int step);
+// Whether the configuration's model has the step's stages (tour_config keeps it then).
+bool tour_model_fits(const PlaygroundConfig& config, int step);
 // The stage a step shows, in `layer` for the Transformer's layer modules.
 std::string tour_stage(int step, size_t layer);
 
