@@ -8,6 +8,8 @@
 #include <cstring>
 
 #include "core/base/error.hpp"
+#include "ui/strings.hpp"
+#include "ui/tour.hpp"
 #include "ui/widgets.hpp"
 
 namespace attn::ui {
@@ -78,10 +80,10 @@ void cell_tooltip(const Heatmap& h, const std::vector<std::string>* row_labels,
     std::snprintf(where + used, sizeof where - used, "%zu, ", h.slice.leading[k]);
   }
   ImGui::Text("[%s%zu, %zu]", where, i, j);
-  if (row_labels && i < row_labels->size()) ImGui::Text("row: %s", (*row_labels)[i].c_str());
-  if (col_labels && j < col_labels->size()) ImGui::Text("column: %s", (*col_labels)[j].c_str());
+  if (row_labels && i < row_labels->size()) ImGui::Text(tr(Str::tip_row), (*row_labels)[i].c_str());
+  if (col_labels && j < col_labels->size()) ImGui::Text(tr(Str::tip_column), (*col_labels)[j].c_str());
   if (v <= masked_threshold)
-    ImGui::Text("%.9g (masked)", double(v));
+    ImGui::Text(tr(Str::tip_masked), double(v));
   else
     ImGui::Text("%.9g", double(v));
   ImGui::EndTooltip();
@@ -161,13 +163,14 @@ void draw_legend(const Heatmap& h, const LegendText& text, ImVec2 at, float heig
 }  // namespace
 
 const char* tab_name(Tab tab) {
-  return tab == Tab::stage ? "stage" : tab == Tab::masks ? "masks" : tab == Tab::train ? "train" : "positional_encoding";
+  static const char* const names[] = {"stage", "masks", "positional_encoding", "train", "tour"};  // Tab's order
+  return names[int(tab)];
 }
 
 Tab parse_tab(const std::string& name) {
-  for (Tab t : {Tab::stage, Tab::masks, Tab::positional_encoding, Tab::train})
+  for (Tab t : {Tab::stage, Tab::masks, Tab::positional_encoding, Tab::train, Tab::tour})
     if (name == tab_name(t)) return t;
-  throw InputError("tab must be 'stage', 'masks', 'positional_encoding' or 'train' (got '" + name + "')");
+  throw InputError("tab must be 'stage', 'masks', 'positional_encoding', 'train' or 'tour' (got '" + name + "')");
 }
 
 App::App(Playground& playground, Platform& platform) : playground_(playground), platform_(platform) {
@@ -200,11 +203,13 @@ bool App::update_fonts() {
   font_result_ = playground_.result_generation();
   font_train_run_ = train_view_.run;
   font_next_tokens_ = next_tokens_version_;
+  set_language(language_of(playground_.config()));
   std::vector<uint32_t> wanted = wanted_code_points(playground_.config());
   auto want = [&](const std::string& text) {
     const auto cps = code_points(text);
     wanted.insert(wanted.end(), cps.begin(), cps.end());
   };
+  for (size_t k = 0; k < size_t(Str::count); ++k) want(tr(Str(k)));  // the UI's own texts
   if (const Computed* r = playground_.result())  // a checkpoint's tokens: lower-cased, pieces, "·"
     for (const auto& row : r->tokens)
       for (const std::string& token : row) want(token);
@@ -261,9 +266,10 @@ void App::refresh_labels() {
   size_t rows = std::max(r->tokens.size(), r->pe_table.shape().empty() ? 0 : r->pe_table.shape()[0]);
   batch_labels_.clear();
   for (size_t i = 0; i < rows; ++i) batch_labels_.push_back(std::to_string(i));
-  pe_label_ = std::string(r->pe_learned ? "Learned position embeddings: " : "Sinusoidal positional encoding: ") +
-              shape_text(r->pe_table) + " (positions x dimensions); the first " +
-              std::to_string(r->tokens.empty() ? size_t(0) : r->tokens[0].size()) + " rows are used.";
+  char pe_label[256];
+  std::snprintf(pe_label, sizeof pe_label, tr(r->pe_learned ? Str::pe_learned : Str::pe_sinusoidal),
+                shape_text(r->pe_table).c_str(), r->tokens.empty() ? size_t(0) : r->tokens[0].size());
+  pe_label_ = pe_label;
   layer_weights_.clear();
   for (size_t l = 0; l < std::max<size_t>(1, r->num_layers); ++l) layer_weights_.push_back(find_stage(weights_stage_name(*r, l)));
   if (!find_stage(stage_)) {
@@ -303,8 +309,10 @@ bool App::refresh(Heatmap& h, const ViewKey& key, const Tensor& t, ColorMap map,
 }
 
 void App::draw() {
+  set_language(language_of(playground_.config()));
   playground_.update();  // no-op unless the configuration changed
   layout_.clear();
+  sync_tour();
   refresh_labels();
   sync_training();
   const ImGuiViewport* vp = ImGui::GetMainViewport();
@@ -323,21 +331,24 @@ void App::draw() {
   ImGui::BeginChild("right", ImVec2(0, 0), true);
   if (!playground_.error().empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, error_color);
-    ImGui::TextWrapped("Error: %s", playground_.error().c_str());
+    ImGui::TextWrapped(tr(Str::error_prefix), playground_.error().c_str());
     ImGui::PopStyleColor();
   }
   if (playground_.result() && ImGui::BeginTabBar("views")) {
     const float width = ImGui::GetContentRegionAvail().x;  // each view fits the height it has left
-    const char* const titles[] = {"Stage", "Masks", "Positional encoding", "Train"};
+    const Str titles[] = {Str::tab_stage, Str::tab_masks, Str::tab_pe, Str::tab_train, Str::tab_tour};
     const int pending = pending_tab_;  // a tab selected while drawing one (a button) waits for the next frame
     pending_tab_ = -1;
-    for (int t = 0; t < 4; ++t) {
+    for (int t = 0; t < 5; ++t) {
       const ImGuiTabItemFlags flags = pending == t ? ImGuiTabItemFlags_SetSelected : 0;
-      if (!ImGui::BeginTabItem(titles[t], nullptr, flags)) continue;
+      char title[96];  // "###name": the tab keeps its identity when the language changes
+      std::snprintf(title, sizeof title, "%s###%s", tr(titles[t]), tab_name(Tab(t)));
+      if (!ImGui::BeginTabItem(title, nullptr, flags)) continue;
       tab_ = Tab(t);
       if (tab_ == Tab::stage) draw_stage_view(width);
       else if (tab_ == Tab::masks) draw_masks_view(width);
       else if (tab_ == Tab::train) draw_train_view(width);
+      else if (tab_ == Tab::tour) draw_tour_view(width);
       else draw_pe_view(width);
       ImGui::EndTabItem();
     }
@@ -366,8 +377,9 @@ void App::select_view(const Json& view) {
     else if (key == "train_head") train_head_ = index(value, key);
     else if (key == "replay" && value.is_number_integer() && value.get<int64_t>() == -1) replay_index_ = -1;
     else if (key == "replay") replay_index_ = index(value, key);
+    else if (key == "tour") go_to_tour_step(index(value, key));
     else throw InputError("unknown view key '" + key + "' or wrong type (tab, stage, batch, layer, head, model_view, "
-                          "train_item, train_layer, train_head, replay)");
+                          "train_item, train_layer, train_head, replay, tour)");
   }
 }
 
@@ -381,14 +393,18 @@ void App::sync_draft() {
 
 void App::draw_controls() {
   sync_draft();
-  ImGui::TextUnformatted("attnlab playground");
+  ImGui::TextUnformatted(tr(Str::title));
   ImGui::SameLine();
-  if (ImGui::SmallButton("Watch attention learn \u2192")) select_tab(Tab::train);
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("The Train tab: train a small model on a task and watch its heads");
+  if (ImGui::SmallButton(tr(Str::watch_learn))) select_tab(Tab::train);
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(Str::watch_learn_tip));
+  draw_language_choice();
+  ImGui::SameLine();
+  if (ImGui::SmallButton(tr(Str::start_tour))) go_to_tour_step(std::max(1, playground_.config().tour));
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(Str::start_tour_tip));
   draw_model_choice();
   draw_backend_choice();
   if (platform_.external_sentence_field()) {
-    ImGui::TextColored(dim_color, "Sentences: edit them in the text field above");
+    ImGui::TextColored(dim_color, "%s", tr(Str::sentences_external));
   } else {
     if (sentence_generation_ != playground_.config_generation() && !ImGui::IsAnyItemActive()) {
       const std::string text = sentences_text(draft_.sentences);
@@ -396,7 +412,7 @@ void App::draw_controls() {
       sentence_buffer_.resize(text.size() + 4096, '\0');
       sentence_generation_ = playground_.config_generation();
     }
-    ImGui::TextUnformatted("Sentences (one per line)");
+    ImGui::TextUnformatted(tr(Str::sentences_label));
     if (ImGui::InputTextMultiline("##sentences", sentence_buffer_.data(), sentence_buffer_.size(),
                                   ImVec2(-1, ImGui::GetTextLineHeight() * 5))) {
       draft_.sentences = parse_sentences_text(sentence_buffer_.data());
@@ -406,35 +422,37 @@ void App::draw_controls() {
   ImGui::PushItemWidth(140);
   const bool checkpoint = draft_.model == ModelKind::loaded && draft_.loaded && draft_.loaded->pretrained;
   uint64_t seed = draft_.seed;
-  if (!checkpoint && ImGui::InputScalar("seed", ImGuiDataType_U64, &seed)) {
+  if (!checkpoint && ImGui::InputScalar(tr(Str::seed), ImGuiDataType_U64, &seed)) {
     draft_.seed = seed;
     apply(draft_);
   }
   int mask = int(draft_.mask);
-  if (!checkpoint && ImGui::Combo("mask", &mask, mask_names, 4)) {
+  if (!checkpoint && ImGui::Combo(tr(Str::mask), &mask, mask_names, 4)) {
     draft_.mask = MaskKind(mask);
     apply(draft_);
   }
   if (draft_.model == ModelKind::loaded) draw_loaded_model();
   else draw_sizes();
   ImGui::PopItemWidth();
-  if (ImGui::Button("Reset to the tutorial")) {
+  if (ImGui::Button(tr(Str::reset_tutorial))) {
     const auto loaded = draft_.loaded;  // keep the loaded model to come back to
+    const std::string lang = draft_.lang;
     draft_ = PlaygroundConfig();
+    draft_.lang = lang;
     attach_model(draft_, loaded);
     apply(draft_);
   }
   draw_model_files();
   if (const Computed* r = playground_.result())
-    ImGui::TextColored(dim_color, "%zu parameters, computed in %.1f ms", r->parameter_count, r->compute_ms);
+    ImGui::TextColored(dim_color, tr(Str::computed_in), r->parameter_count, r->compute_ms);
   if (!status_.empty()) ImGui::TextWrapped("%s", status_.c_str());
 }
 
 void App::draw_model_choice() {
   int model = int(draft_.model);
-  bool clicked = ImGui::RadioButton("Tutorial 1: attention", &model, 0);
-  clicked |= ImGui::RadioButton("Tutorial 2: Transformer", &model, 1);
-  if (draft_.loaded || draft_.model == ModelKind::loaded) clicked |= ImGui::RadioButton("Model from files", &model, 2);
+  bool clicked = ImGui::RadioButton(tr(Str::model_tutorial), &model, 0);
+  clicked |= ImGui::RadioButton(tr(Str::model_transformer), &model, 1);
+  if (draft_.loaded || draft_.model == ModelKind::loaded) clicked |= ImGui::RadioButton(tr(Str::model_loaded), &model, 2);
   if (clicked && ModelKind(model) != draft_.model) {
     draft_ = defaults_for(ModelKind(model), draft_);
     apply(draft_);
@@ -446,15 +464,14 @@ void App::draw_backend_choice() {
   for (size_t i = 0; i < backend_names_.size(); ++i)  // the shell may have selected one (--backend)
     if (backend_names_[i] == playground_.backend_choice().name) backend_index_ = int(i);
   ImGui::PushItemWidth(140);
-  if (ImGui::Combo("compute", &backend_index_, backend_items_.data(), int(backend_items_.size()))) {
+  if (ImGui::Combo(tr(Str::compute), &backend_index_, backend_items_.data(), int(backend_items_.size()))) {
     const BackendChoice& choice =
         playground_.select_backend(backend_names_[size_t(backend_index_)], platform_.backend_factory());
     if (!choice.error.empty()) backend_index_ = 0;  // fell back to exact
   }
   ImGui::PopItemWidth();
   if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("exact: PyTorch's numbers bit for bit. cpu/gl/cuda/auto: the fused path (eval mode, scores "
-                      "never computed; only the shown layer's stages are pulled back).");
+    ImGui::SetTooltip("%s", tr(Str::compute_tip));
   const BackendChoice& choice = playground_.backend_choice();
   if (!choice.error.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, error_color);
@@ -472,47 +489,46 @@ void App::draw_sizes() {
   bool changed = input_size("d_model", draft_.d_model);
   changed |= input_size("max_len", draft_.max_len);
   if (draft_.model == ModelKind::transformer) {
-    changed |= input_size("heads", draft_.num_heads);
-    changed |= input_size("layers", draft_.num_layers);
-    changed |= input_size("d_ff (0 = 4 d)", draft_.d_ff);
-    changed |= input_size("classes", draft_.num_classes);
+    changed |= input_size(tr(Str::heads), draft_.num_heads);
+    changed |= input_size(tr(Str::layers), draft_.num_layers);
+    changed |= input_size(tr(Str::d_ff_label), draft_.d_ff);
+    changed |= input_size(tr(Str::classes), draft_.num_classes);
     float dropout = float(draft_.dropout);
-    if (ImGui::SliderFloat("dropout", &dropout, 0.0f, 0.9f, "%.2f")) {
+    if (ImGui::SliderFloat(tr(Str::dropout), &dropout, 0.0f, 0.9f, "%.2f")) {
       draft_.dropout = double(dropout);
       changed = true;
     }
-    changed |= ImGui::Checkbox("train (dropout on)", &draft_.train);
-    changed |= ImGui::Checkbox("pre-norm", &draft_.norm_first);
+    changed |= ImGui::Checkbox(tr(Str::train_mode), &draft_.train);
+    changed |= ImGui::Checkbox(tr(Str::pre_norm), &draft_.norm_first);
   }
   if (changed) apply(draft_);
 }
 
 void App::draw_loaded_model() {
   if (!draft_.loaded) {
-    ImGui::TextColored(dim_color, "No model loaded: open its files below.");
+    ImGui::TextColored(dim_color, "%s", tr(Str::no_model_loaded));
     return;
   }
   ImGui::TextWrapped("%s", draft_.loaded->name.c_str());
   if (draft_.loaded->pretrained) return draw_checkpoint(*draft_.loaded->pretrained);
   const TransformerConfig& t = draft_.loaded->model.config;
   ImGui::PushStyleColor(ImGuiCol_Text, dim_color);
-  ImGui::TextWrapped("d_model %zu, %zu heads, %zu layers, d_ff %zu, max_len %zu, %s, %s%s", t.d_model, t.num_heads,
+  ImGui::TextWrapped(tr(Str::loaded_summary), t.d_model, t.num_heads,
                      t.num_layers, t.ff_width(), t.max_len, t.norm_first ? "pre-norm" : "post-norm",
                      t.activation == Activation::relu ? "relu" : "gelu",
-                     draft_.loaded->vocab ? "" : " (vocabulary from the sentences)");
+                     draft_.loaded->vocab ? "" : tr(Str::vocab_from_sentences));
   ImGui::PopStyleColor();
-  if (ImGui::Checkbox("train (dropout on)", &draft_.train)) apply(draft_);
+  if (ImGui::Checkbox(tr(Str::train_mode), &draft_.train)) apply(draft_);
 }
 
 void App::draw_checkpoint(const Pretrained& p) {
   const PretrainedConfig& c = p.model.config;
   const bool bert = c.family == ModelFamily::bert;
   ImGui::PushStyleColor(ImGuiCol_Text, dim_color);
-  ImGui::TextWrapped("%s: hidden %zu, %zu heads, %zu layers, intermediate %zu, %zu positions, vocabulary %zu; "
-                     "mask: %s", bert ? "BERT" : "GPT-2", c.hidden_size, c.num_heads, c.num_layers,
+  ImGui::TextWrapped(tr(Str::checkpoint_summary), bert ? "BERT" : "GPT-2", c.hidden_size, c.num_heads, c.num_layers,
                      c.intermediate_size, c.max_positions, c.vocab_size,
-                     bert ? "padding (a tab in a sentence starts its second segment)" : "causal");
-  if (!p.model.ignored.empty()) ImGui::TextWrapped("%zu tensors outside the base model ignored", p.model.ignored.size());
+                     bert ? tr(Str::bert_mask) : "causal");
+  if (!p.model.ignored.empty()) ImGui::TextWrapped(tr(Str::ignored_tensors), p.model.ignored.size());
   ImGui::PopStyleColor();
   if (!bert) draw_next_tokens();
 }
@@ -521,8 +537,8 @@ void App::draw_checkpoint(const Pretrained& p) {
 void App::draw_next_tokens() {
   const Computed* r = playground_.result();
   if (!r || !draft_.loaded || !draft_.loaded->pretrained || r->pretrained_input.batch == 0) return;
-  ImGui::SliderInt("top k", &top_k_, 1, 20);
-  ImGui::SliderFloat("temperature", &temperature_, 0.05f, 3.0f, "%.2f");
+  ImGui::SliderInt(tr(Str::top_k), &top_k_, 1, 20);
+  ImGui::SliderFloat(tr(Str::temperature), &temperature_, 0.05f, 3.0f, "%.2f");
   const ViewKey key{playground_.result_generation(), nullptr, size_t(batch_), size_t(top_k_)};
   if (!(next_key_ == key) || next_temperature_ != temperature_) {
     next_key_ = key;
@@ -532,7 +548,7 @@ void App::draw_next_tokens() {
                                double(temperature_));
     ++next_tokens_version_;  // their labels may need glyphs
   }
-  ImGui::Text("Next token after sentence %d:", batch_ + 1);
+  ImGui::Text(tr(Str::next_token_after), batch_ + 1);
   for (const NextToken& t : next_tokens_) {
     ImGui::ProgressBar(float(t.probability), ImVec2(120, 0), "");
     ImGui::SameLine();
@@ -541,17 +557,15 @@ void App::draw_next_tokens() {
 }
 
 void App::draw_model_files() {
-  if (!ImGui::CollapsingHeader("Open model files")) return;
+  if (!ImGui::CollapsingHeader(tr(Str::open_model_files))) return;
   if (platform_.external_model_picker()) {
-    ImGui::TextWrapped("Choose the weights (.safetensors) with its config and vocabulary (.json) with "
-                       "\"Model files\" above the canvas.");
+    ImGui::TextWrapped("%s", tr(Str::choose_model_files));
   } else {
-    static const char* const labels[] = {"weights", "config", "vocab"};
-    static const char* const hints[] = {"model.safetensors, or a BERT / GPT-2 folder", "config.json (optional)",
-                                        "vocab.json (optional)"};
+    static const Str labels[] = {Str::weights, Str::config, Str::vocab};
+    static const Str hints[] = {Str::weights_hint, Str::config_hint, Str::vocab_hint};
     for (int i = 0; i < 3; ++i)
-      ImGui::InputTextWithHint(labels[i], hints[i], model_paths_[i], sizeof model_paths_[i]);
-    if (ImGui::Button("Open")) {
+      ImGui::InputTextWithHint(tr(labels[i]), tr(hints[i]), model_paths_[i], sizeof model_paths_[i]);
+    if (ImGui::Button(tr(Str::open))) {
       std::error_code ec;
       if (!std::filesystem::is_directory(model_paths_[0], ec)) {
         load_model_files({model_paths_[0], model_paths_[1], model_paths_[2], {}});
@@ -564,7 +578,7 @@ void App::draw_model_files() {
       }
     }
   }
-  if (draft_.loaded && ImGui::Button("Forget the loaded model")) {
+  if (draft_.loaded && ImGui::Button(tr(Str::forget_model))) {
     if (draft_.model == ModelKind::loaded) draft_ = defaults_for(ModelKind::transformer, draft_);
     attach_model(draft_, nullptr);
     apply(draft_);
@@ -605,9 +619,9 @@ void App::set_layer(int layer) {
 void App::draw_pipeline() {
   const Computed* r = playground_.result();
   if (!r) return;
-  ImGui::TextUnformatted("Pipeline");
+  ImGui::TextUnformatted(tr(Str::pipeline));
   int layer = layer_;
-  index_slider("layer", layer, r->num_layers, false);
+  index_slider(tr(Str::layer), layer, r->num_layers, false);
   set_layer(layer);
   ImGui::BeginChild("stages", ImVec2(0, 0), false);
   const auto& stages = r->trace.stages();
@@ -620,7 +634,7 @@ void App::draw_pipeline() {
   for (const std::string& name : r->not_computed) {  // scores: the fused path never stores them
     ImGui::TextDisabled("%s", name.c_str());
     ImGui::SameLine();
-    ImGui::TextColored(dim_color, "not computed by the fused path");
+    ImGui::TextColored(dim_color, "%s", tr(Str::not_computed_fused));
   }
   ImGui::EndChild();
 }
@@ -631,8 +645,8 @@ void App::draw_stage_view(float width) {
   const Computed* r = playground_.result();
   const Stage* stage = find_stage(stage_);
   if (!r || !stage) return;
-  ImGui::Checkbox("Every head at once", &model_view_);
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("The attention weights of all layers and heads for one item");
+  ImGui::Checkbox(tr(Str::every_head), &model_view_);
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(Str::every_head_tip));
   if (model_view_) {
     draw_model_view();
     return;
@@ -642,8 +656,8 @@ void App::draw_stage_view(float width) {
   const size_t index = size_t(stage - r->trace.stages().data());
   if (index < stage_labels_.size()) ImGui::TextUnformatted(stage_labels_[index].c_str());
   ImGui::TextColored(dim_color, "%s", stage_formula(stage->name));
-  if (shape.size() >= 3) index_slider("batch item", batch_, shape[0], false);
-  if (shape.size() == 4) index_slider("head", head_, shape[1], shape[0] > 1);
+  if (shape.size() >= 3) index_slider(tr(Str::batch_item), batch_, shape[0], false);
+  if (shape.size() == 4) index_slider(tr(Str::head), head_, shape[1], shape[0] > 1);
   const ViewKey key{playground_.result_generation(), &t, shape.size() >= 3 ? size_t(batch_) : 0,
                     shape.size() == 4 ? size_t(head_) : 0};
   refresh(main_, key, t, uses_sequential_map(stage->name) ? ColorMap::sequential : ColorMap::diverging,
@@ -690,23 +704,23 @@ void App::update_mask_cache(const Computed& r) {
 void App::draw_masks_view(float width) {
   const Computed* r = playground_.result();
   if (!r || r->tokens.empty()) return;
-  index_slider("batch item", batch_, r->tokens.size(), false);
+  index_slider(tr(Str::batch_item), batch_, r->tokens.size(), false);
   int layer = layer_;
-  index_slider("layer", layer, r->num_layers, r->tokens.size() > 1);
+  index_slider(tr(Str::layer), layer, r->num_layers, r->tokens.size() > 1);
   set_layer(layer);
   update_mask_cache(*r);
   if (!masked_stage_) {
-    ImGui::TextUnformatted("No attention layer in this configuration.");
+    ImGui::TextUnformatted(tr(Str::no_attention_layer));
     return;
   }
   const auto& shape = masked_stage_->value.shape();
-  if (shape.size() == 4) index_slider("head", head_, shape[1], r->tokens.size() > 1 || r->num_layers > 1);
+  if (shape.size() == 4) index_slider(tr(Str::head), head_, shape[1], r->tokens.size() > 1 || r->num_layers > 1);
   const size_t head = shape.size() == 4 ? size_t(head_) : 0;
   const auto& loaded = playground_.config().loaded;
   const char* mask_name = mask_names[int(playground_.config().mask)];
   if (playground_.config().model == ModelKind::loaded && loaded && loaded->pretrained)
     mask_name = loaded->pretrained->model.config.family == ModelFamily::bert ? "padding" : "causal";
-  ImGui::TextWrapped("Mask: %s (1 = may attend). Rows are queries, columns are keys.", mask_name);
+  ImGui::TextWrapped(tr(Str::mask_caption), mask_name);
   const uint64_t generation = playground_.result_generation();
   refresh(mask_, {generation, &r->mask, size_t(batch_), 0}, r->mask, ColorMap::sequential, true);
   bool changed = refresh(unmasked_, {unmasked_version_, &unmasked_cache_, size_t(batch_), head}, unmasked_cache_,
@@ -719,15 +733,15 @@ void App::draw_masks_view(float width) {
   const float gap = ImGui::GetStyle().ItemSpacing.x, line = ImGui::GetTextLineHeightWithSpacing();
   const float w = std::floor((width - 2 * gap) / 3.0f);
   const float h = ImGui::GetContentRegionAvail().y - line - (any_pad_ ? 120.0f : line);
-  const std::pair<Heatmap*, const char*> maps[] = {
-      {&mask_, "mask"}, {&unmasked_, "weights without mask"}, {&masked_, "weights with mask"}};
+  const std::pair<Heatmap*, Str> maps[] = {
+      {&mask_, Str::mask}, {&unmasked_, Str::weights_without_mask}, {&masked_, Str::weights_with_mask}};
   float legend_room = 0;  // the widest legend's, for all three: cells of one size
   for (const auto& [map, title] : maps) legend_room = std::max(legend_room, legend_text(*map).box_w);
   for (const auto& [map, title] : maps) {
     if (map != &mask_) ImGui::SameLine();
     ImGui::BeginGroup();
-    fitted_title(title, w, title);
-    draw_heatmap(*map, &tokens, &tokens, w, std::min(h, w), title, legend_room);
+    fitted_title(tr(title), w, key_name(title));
+    draw_heatmap(*map, &tokens, &tokens, w, std::min(h, w), key_name(title), legend_room);
     ImGui::EndGroup();
   }
   draw_pad_table();
@@ -753,17 +767,17 @@ void App::sum_pad_attention() {
 void App::draw_pad_table() {
   const auto& tokens = playground_.result()->tokens[size_t(batch_)];
   if (!any_pad_) {
-    ImGui::TextColored(dim_color, "This sentence has no [PAD]: pick a shorter one to see attention to padding.");
+    ImGui::TextColored(dim_color, "%s", tr(Str::no_pad));
     return;
   }
-  ImGui::TextUnformatted("Attention to [PAD] (sum of the weights on [PAD] keys)");
+  ImGui::TextUnformatted(tr(Str::pad_title));
   const float height = std::max(ImGui::GetContentRegionAvail().y, 80.0f);
   const ImGuiTableFlags flags = ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollY;
   if (!ImGui::BeginTable("pad", 3, flags, ImVec2(0, height))) return;
   ImGui::TableSetupScrollFreeze(0, 1);
-  ImGui::TableSetupColumn("query");
-  ImGui::TableSetupColumn("without mask");
-  ImGui::TableSetupColumn("with mask");
+  ImGui::TableSetupColumn(tr(Str::query));
+  ImGui::TableSetupColumn(tr(Str::without_mask));
+  ImGui::TableSetupColumn(tr(Str::with_mask));
   ImGui::TableHeadersRow();
   ImGuiListClipper clipper;  // only the visible rows are formatted (S may be in the hundreds)
   clipper.Begin(int(pad_with_.size()));
@@ -952,19 +966,19 @@ void App::draw_number_table(const Heatmap& h, const std::vector<std::string>* ro
 // The file names and bytes are built only when a button is pressed.
 void App::export_buttons(const Heatmap& h, const char* name, const Tensor& value, PrintDtype dtype) {
   try {
-    if (ImGui::Button("Export PNG")) {
+    if (ImGui::Button(tr(Str::export_png))) {
       std::string base = name;
       for (size_t k : h.slice.leading) base += "_" + std::to_string(k);
       const size_t cell = std::max<size_t>(1, std::min<size_t>(32, 512 / std::max(h.slice.rows, h.slice.cols)));
       status_ = platform_.save_file(base + ".png", png_bytes(h.pixels, h.slice.cols, h.slice.rows, cell), "image/png");
     }
     ImGui::SameLine();
-    if (ImGui::Button("Export JSON")) {
+    if (ImGui::Button(tr(Str::export_json))) {
       const std::string text = stage_json_text(Stage{name, value, dtype});
       status_ = platform_.save_file(std::string(name) + ".json", std::vector<uint8_t>(text.begin(), text.end()), "application/json");
     }
     ImGui::SameLine();
-    if (ImGui::Button("Export .npy"))
+    if (ImGui::Button(tr(Str::export_npy)))
       status_ = platform_.save_file(std::string(name) + ".npy", stage_npy_bytes(value), "application/octet-stream");
   } catch (const std::exception& e) {
     status_ = std::string("export failed: ") + e.what();
@@ -1001,6 +1015,8 @@ Json App::view_json() const {
           {"batch", batch_},
           {"head", head_},
           {"layer", layer_},
+          {"lang", lang_code(language_of(playground_.config()))},
+          {"tour", playground_.config().tour},
           {"missing_glyphs", missing_glyphs_},
           {"heatmap",
            {{"x", main_.x}, {"y", main_.y}, {"cell_w", main_.cell_w}, {"cell_h", main_.cell_h},

@@ -64,8 +64,8 @@ struct Heatmap {
   float x = 0, y = 0, cell_w = 0, cell_h = 0;
 };
 
-enum class Tab { stage, masks, positional_encoding, train };
-// "stage" | "masks" | "positional_encoding" | "train"; parse throws InputError for another name.
+enum class Tab { stage, masks, positional_encoding, train, tour };
+// "stage" | "masks" | "positional_encoding" | "train" | "tour"; parse throws InputError for another name.
 const char* tab_name(Tab tab);
 Tab parse_tab(const std::string& name);
 
@@ -96,7 +96,8 @@ class App {
   void select_stage(const std::string& name) { stage_ = name; }
   // Shows a tab from the next frame on.
   void select_tab(Tab tab) { pending_tab_ = int(tab); }
-  // For automation: any of {"tab", "stage", "batch", "layer", "head"} (indices clamped when drawn);
+  // For automation: any of {"tab", "stage", "batch", "layer", "head", "model_view", "train_item",
+  // "train_layer", "train_head", "replay", "tour"} (indices clamped when drawn; tour 0 ends the tour);
   // unknown keys and wrong types throw InputError.
   void select_view(const Json& view);
   const std::string& status() const { return status_; }
@@ -105,8 +106,8 @@ class App {
   // The views a layout check draws, for select_view: every stage of the result, the model view, the
   // Masks, Positional encoding and Train tabs.
   Json layout_views() const;
-  // {"tab", "stage", "batch", "head", "layer", "missing_glyphs", "heatmap": {x, y, cell_w, cell_h, rows, cols,
-  //  colors, values}, "masks": {"layer", "head", "unmasked", "masked", "pad_without", "pad_with"},
+  // {"tab", "stage", "batch", "head", "layer", "lang", "tour", "missing_glyphs", "layout",
+  //  "heatmap": {x, y, cell_w, cell_h, rows, cols, colors, values}, "masks": {"layer", "head", "unmasked", "masked", "pad_without", "pad_with"},
   //  "model_view": {layers, heads, cells: [{layer, head, x, y, w, h}]}, "train": {item, layer, head,
   //  replay, buttons: {name: [x, y, w, h]}, heatmap: {x, y, cell_w, rows, cols, values}},
   //  "layout": {"boxes", "problems": [sentence, …]}}
@@ -126,6 +127,11 @@ class App {
   void build_font_atlas();
   void sync_draft();
   void draw_controls();
+  void draw_language_choice();
+  // The guided tour (ui/tour.hpp): the step's text above the Stage view of its stage.
+  void sync_tour();
+  void go_to_tour_step(int step);
+  void draw_tour_view(float width);
   void draw_model_choice();
   void draw_backend_choice();
   void draw_sizes();
@@ -191,6 +197,7 @@ class App {
   int batch_ = 0, head_ = 0, layer_ = 0;
   Tab tab_ = Tab::stage;
   int pending_tab_ = -1;  // a tab to select (ImGui selects tabs when they are drawn)
+  int tour_applied_ = 0;  // the tour step whose stage was last selected
   Heatmap main_, mask_, unmasked_, masked_, pe_;
   std::string status_;
   std::vector<char> sentence_buffer_;

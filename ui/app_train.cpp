@@ -7,13 +7,14 @@
 #include "core/base/error.hpp"
 #include "core/train/train_data.hpp"
 #include "ui/app.hpp"
+#include "ui/strings.hpp"
 #include "ui/widgets.hpp"
 
 namespace attn::ui {
 namespace {
 
 const ImU32 train_color = IM_COL32(90, 160, 255, 255), val_color = IM_COL32(255, 170, 60, 255);
-const char* const task_items[] = {"duplicate", "brackets", "places", "a labelled file"};
+const char* const task_items[] = {"duplicate", "brackets", "places", "a labelled file"};  // names in the settings
 const char* const optimizer_items[] = {"sgd", "adam", "adamw"};
 
 template <size_t N>
@@ -88,7 +89,7 @@ void line_chart(const char* id, const char* title, const std::vector<ImVec2>& a,
   record(LayoutKind::label, hi_text, hi_at, ImVec2(top.x + ImGui::CalcTextSize(hi_text).x, hi_at.y + line));
   record(LayoutKind::label, lo_text, lo_at, ImVec2(top.x + ImGui::CalcTextSize(lo_text).x, lo_at.y + line));
   char step_text[32];
-  std::snprintf(step_text, sizeof step_text, "step %.0f", double(x_hi));
+  std::snprintf(step_text, sizeof step_text, tr(Str::chart_step), double(x_hi));
   const ImVec2 step_at(p1.x - ImGui::CalcTextSize(step_text).x, p1.y + 2);
   dl->AddText(step_at, text_col, step_text);
   record(LayoutKind::label, step_text, step_at, ImVec2(p1.x, step_at.y + line));
@@ -99,8 +100,8 @@ void line_chart(const char* id, const char* title, const std::vector<ImVec2>& a,
     };
     const auto ia = near(a), ib = near(b);
     ImGui::BeginTooltip();
-    if (ia != a.end()) ImGui::Text("step %.0f: training %.4g", double(ia->x), double(ia->y));
-    if (ib != b.end()) ImGui::Text("step %.0f: validation %.4g", double(ib->x), double(ib->y));
+    if (ia != a.end()) ImGui::Text(tr(Str::chart_training), double(ia->x), double(ia->y));
+    if (ib != b.end()) ImGui::Text(tr(Str::chart_validation), double(ib->x), double(ib->y));
     ImGui::EndTooltip();
   }
   ImGui::PopID();
@@ -159,10 +160,10 @@ bool App::draw_head_grid(std::vector<Heatmap>& cells, size_t layers, size_t head
           head = int(h);
           clicked = true;
         }
-        if (ImGui::IsItemHovered()) ImGui::SetTooltip("layer %zu, head %zu: click to open", l, h);
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip(tr(Str::grid_tip), l, h);
       } else {
         ImGui::Button("-", ImVec2(side, side));
-        if (ImGui::IsItemHovered()) ImGui::SetTooltip("layer %zu: not computed by the fused path", l);
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip(tr(Str::grid_not_computed), l);
       }
       const ImVec2 end(at.x + side + 2 * pad, at.y + side + 2 * pad);
       if (int(l) == layer && int(h) == head)
@@ -183,9 +184,8 @@ void App::draw_model_view() {
   const Stage* first = layers ? layer_weights_[0] : nullptr;
   const size_t heads = first && first->value.dimension() == 4 ? first->value.shape()[1] : 1;
   size_t batch = r->tokens.size();
-  index_slider("batch item", batch_, batch, false);
-  ImGui::TextColored(dim_color, "Attention weights of every layer (rows) and head (columns) for item %d; click one to "
-                                "open it.", batch_);
+  index_slider(tr(Str::batch_item), batch_, batch, false);
+  ImGui::TextColored(dim_color, tr(Str::grid_caption), batch_);
   ImGui::BeginChild("grid", ImVec2(0, 0), false);
   int layer = layer_, head = head_;
   // [B, H, S, S] per layer (the first tutorial's [B, S, S]: its head index is ignored).
@@ -328,32 +328,31 @@ void App::draw_train_controls() {
   const TrainingStatus& s = train_view_.status;
   const bool done = s.step >= s.steps;
   ImGui::BeginDisabled(!training_.configured() || done || !s.error.empty());
-  if (train_button("play", s.running ? "Pause" : "Play")) s.running ? training_.pause() : training_.play();
+  if (train_button("play", tr(s.running ? Str::pause : Str::play))) s.running ? training_.pause() : training_.play();
   ImGui::SameLine();
-  if (train_button("step", "Step")) training_.run_steps(1);
+  if (train_button("step", tr(Str::step))) training_.run_steps(1);
   ImGui::EndDisabled();
   ImGui::SameLine();
-  if (train_button("reset", "Reset")) set_training(playground_.config().training);
+  if (train_button("reset", tr(Str::reset))) set_training(playground_.config().training);
   ImGui::SameLine();
-  ImGui::Text("step %zu / %zu", s.step, s.steps);
+  ImGui::Text(tr(Str::step_of), s.step, s.steps);
   if (s.step) {
     ImGui::SameLine();
-    ImGui::TextColored(dim_color, "%.0f steps/s  loss %.4f  accuracy %.1f%%", s.steps_per_s, double(s.loss),
+    ImGui::TextColored(dim_color, tr(Str::train_rate), s.steps_per_s, double(s.loss),
                        100 * s.accuracy);
     if (s.val_accuracy) {
       ImGui::SameLine();
-      ImGui::TextColored(ImVec4(1.0f, 0.67f, 0.24f, 1.0f), "validation %.1f%%", 100 * *s.val_accuracy);
+      ImGui::TextColored(ImVec4(1.0f, 0.67f, 0.24f, 1.0f), tr(Str::validation_pct), 100 * *s.val_accuracy);
     }
   }
   if (!s.error.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, error_color);
-    ImGui::TextWrapped("Stopped: %s", s.error.c_str());
+    ImGui::TextWrapped(tr(Str::stopped), s.error.c_str());
     ImGui::PopStyleColor();
   }
-  if (!training_.pattern().empty()) ImGui::TextColored(dim_color, "What to look for: %s.", training_.pattern().c_str());
+  if (!training_.pattern().empty()) ImGui::TextColored(dim_color, tr(Str::look_for), training_.pattern().c_str());
   if (!Training::has_worker())
-    ImGui::TextColored(dim_color, "One thread here (the page is not cross-origin isolated): training runs in "
-                                  "slices of each frame, slower than on a worker.");
+    ImGui::TextColored(dim_color, "%s", tr(Str::one_thread));
   draw_train_settings();
 }
 
@@ -366,71 +365,71 @@ void App::draw_train_settings() {
     settings[key] = std::move(value);
   };
   int task = c.task;
-  if (ImGui::Combo("task", &task, task_items, 4) && task != c.task) {
+  const char* const task_labels[] = {task_items[0], task_items[1], task_items[2], tr(Str::task_file)};
+  if (ImGui::Combo(tr(Str::task), &task, task_labels, 4) && task != c.task) {
     settings = Json::object();
     if (task < 3) settings["task"] = task_items[task];
     else if (train_data_path_[0]) settings["data"] = train_data_path_;
     if (playground_.config().training.contains("seed")) settings["seed"] = playground_.config().training["seed"];
     if (task == 3 && !train_data_path_[0]) {
       settings = Json();
-      train_error_ = platform_.external_model_picker() ? "choose a labelled file with \"Training data\" above the canvas"
-                                                       : "type the labelled file's path below, then Load";
+      train_error_ = tr(platform_.external_model_picker() ? Str::choose_data_page : Str::type_data_path);
     }
   }
   if (!platform_.external_model_picker()) {
     ImGui::SameLine();
     ImGui::SetNextItemWidth(260);
-    ImGui::InputTextWithHint("##data", "labelled file: .jsonl or .tsv", train_data_path_, sizeof train_data_path_);
+    ImGui::InputTextWithHint("##data", tr(Str::data_hint), train_data_path_, sizeof train_data_path_);
     ImGui::SameLine();
-    if (ImGui::Button("Load") && train_data_path_[0]) settings = Json{{"data", train_data_path_}};
+    if (ImGui::Button(tr(Str::load)) && train_data_path_[0]) settings = Json{{"data", train_data_path_}};
   }
-  if (ImGui::CollapsingHeader("Settings (a change restarts the run)")) {
+  if (ImGui::CollapsingHeader(tr(Str::train_settings))) {
     const ImGuiInputTextFlags enter = ImGuiInputTextFlags_EnterReturnsTrue;
     const auto int_input = [&](const char* label, const char* key, int& value, int min_value, bool same_line) {
       if (same_line) ImGui::SameLine();
       int v = value;
       if (ImGui::InputInt(label, &v, 1, 10, enter) && v >= min_value) edit(key, v);
     };
-    int_input("steps", "steps", c.steps, 1, false);
-    int_input("batch size", "batch_size", c.batch_size, 1, true);
-    int_input("evaluate every", "eval_every", c.eval_every, 1, true);
+    int_input(tr(Str::steps), "steps", c.steps, 1, false);
+    int_input(tr(Str::batch_size), "batch_size", c.batch_size, 1, true);
+    int_input(tr(Str::eval_every), "eval_every", c.eval_every, 1, true);
     int optimizer = c.optimizer;
-    if (ImGui::Combo("optimizer", &optimizer, optimizer_items, 3) && optimizer != c.optimizer)
+    if (ImGui::Combo(tr(Str::optimizer), &optimizer, optimizer_items, 3) && optimizer != c.optimizer)
       edit("optimizer", optimizer_items[optimizer]);
     ImGui::SameLine();
     double lr = c.lr;
     if (ImGui::InputDouble("lr", &lr, 0, 0, "%g", enter) && lr > 0) edit("lr", lr);
     ImGui::SameLine();
     uint64_t seed = c.seed;
-    if (ImGui::InputScalar("seed", ImGuiDataType_U64, &seed, nullptr, nullptr, nullptr, enter)) edit("seed", seed);
+    if (ImGui::InputScalar(tr(Str::seed), ImGuiDataType_U64, &seed, nullptr, nullptr, nullptr, enter)) edit("seed", seed);
     int_input("d_model", "d_model", c.d_model, 1, false);
-    int_input("heads", "num_heads", c.num_heads, 1, true);
-    int_input("layers", "num_layers", c.num_layers, 1, true);
+    int_input(tr(Str::heads), "num_heads", c.num_heads, 1, true);
+    int_input(tr(Str::layers), "num_layers", c.num_layers, 1, true);
     int_input("d_ff", "d_ff", c.d_ff, 1, false);
     int mask = c.mask;
     ImGui::SameLine();
-    if (ImGui::Combo("mask", &mask, mask_names, 4) && mask != c.mask) edit("mask", mask_names[mask]);
+    if (ImGui::Combo(tr(Str::mask), &mask, mask_names, 4) && mask != c.mask) edit("mask", mask_names[mask]);
   }
   ImGui::PopItemWidth();
   if (!settings.is_null()) set_training(settings);
 }
 
 void App::draw_train_curves(float width) {
-  ImGui::Checkbox("log-scale loss", &log_loss_);
+  ImGui::Checkbox(tr(Str::log_loss), &log_loss_);
   ImGui::SameLine();
-  ImGui::TextColored(ImVec4(0.35f, 0.63f, 1.0f, 1.0f), "training");
+  ImGui::TextColored(ImVec4(0.35f, 0.63f, 1.0f, 1.0f), "%s", tr(Str::training));
   ImGui::SameLine();
-  ImGui::TextColored(ImVec4(1.0f, 0.67f, 0.24f, 1.0f), "validation");
+  ImGui::TextColored(ImVec4(1.0f, 0.67f, 0.24f, 1.0f), "%s", tr(Str::validation));
   const ImVec2 size(std::max(200.0f, width * 0.5f - 8), 150);
-  line_chart("loss", "loss", loss_points_, val_loss_points_, log_loss_, size, plot_scratch_, layout_);
+  line_chart("loss", tr(Str::loss), loss_points_, val_loss_points_, log_loss_, size, plot_scratch_, layout_);
   ImGui::SameLine();
-  line_chart("accuracy", "accuracy", accuracy_points_, val_accuracy_points_, false, size, plot_scratch_, layout_);
+  line_chart("accuracy", tr(Str::accuracy), accuracy_points_, val_accuracy_points_, false, size, plot_scratch_, layout_);
 }
 
 void App::draw_train_attention(float width) {
   const auto& snapshots = train_view_.snapshots;
   if (replay_labels_.empty() || snapshots.empty() || !train_view_.live) return;
-  index_slider("item", train_item_, replay_labels_.size(), false);
+  index_slider(tr(Str::item), train_item_, replay_labels_.size(), false);
   const size_t item = size_t(train_item_);
   // The replay: a recorded snapshot, or the live one (the slider's last position).
   int replay = replay_index_ < 0 ? int(snapshots.size()) : replay_index_;
@@ -438,17 +437,17 @@ void App::draw_train_attention(float width) {
   ImGui::SetNextItemWidth(std::max(120.0f, width * 0.35f));
   const size_t shown_step = replay < int(snapshots.size()) ? snapshots[size_t(replay)]->step : train_view_.live->step;
   char label[48];
-  std::snprintf(label, sizeof label, replay < int(snapshots.size()) ? "step %zu" : "live (step %zu)", shown_step);
-  if (ImGui::SliderInt("replay", &replay, 0, int(snapshots.size()), label))
+  std::snprintf(label, sizeof label, tr(replay < int(snapshots.size()) ? Str::replay_step : Str::replay_live), shown_step);
+  if (ImGui::SliderInt(tr(Str::replay), &replay, 0, int(snapshots.size()), label))
     replay_index_ = replay >= int(snapshots.size()) ? -1 : replay;
   const Snapshot& snap = replay < int(snapshots.size()) ? *snapshots[size_t(replay)] : *train_view_.live;
   if (item >= snap.weights.size()) return;
-  ImGui::Text("label %lld, predicted %lld (p = %.2f)", static_cast<long long>(training_.replay()[item].label),
+  ImGui::Text(tr(Str::label_predicted), static_cast<long long>(training_.replay()[item].label),
               static_cast<long long>(snap.predicted[item]), double(snap.probability[item]));
   record_box(layout_, LayoutKind::title, "train", "", ImGui::GetItemRectMin(), ImGui::GetItemRectMax());
   if (snap.predicted[item] == training_.replay()[item].label) {
     ImGui::SameLine();
-    ImGui::TextColored(ImVec4(0.4f, 0.9f, 0.4f, 1.0f), "right");
+    ImGui::TextColored(ImVec4(0.4f, 0.9f, 0.4f, 1.0f), "%s", tr(Str::right));
   }
   const size_t layers = training_.num_layers(), heads = training_.num_heads();
   const Tensor& w = snap.weights[item];
@@ -465,18 +464,17 @@ void App::draw_train_attention(float width) {
   train_head_ = std::clamp(train_head_, 0, int(heads) - 1);
   ImGui::SameLine();
   ImGui::BeginGroup();
-  ImGui::Text("layer %d, head %d: row = query token, column = the token it attends to", train_layer_, train_head_);
+  ImGui::Text(tr(Str::train_head_caption), train_layer_, train_head_);
   refresh(train_main_, ViewKey{snap.id, &w, size_t(train_layer_), size_t(train_head_)}, w, ColorMap::sequential);
   const float heatmap_w = width - grid_w - ImGui::GetStyle().ItemSpacing.x;
   draw_heatmap(train_main_, &replay_labels_[item], &replay_labels_[item], heatmap_w,
                std::max(120.0f, height_above_buttons()), "train_main");
-  if (train_button("show", "Show in the Stage tab")) show_trained_model();
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("Every stage of the trained model on the replay items");
+  if (train_button("show", tr(Str::show_in_stage))) show_trained_model();
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(Str::show_in_stage_tip));
   ImGui::SameLine();
-  if (train_button("save", "Save model")) save_trained_model();
+  if (train_button("save", tr(Str::save_model))) save_trained_model();
   if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("trained.safetensors + trained.config.json + trained.vocab.json: the files attn encode, attn "
-                      "batch, PyTorch and Model files take");
+    ImGui::SetTooltip("%s", tr(Str::save_model_tip));
   ImGui::EndGroup();
 }
 

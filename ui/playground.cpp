@@ -15,6 +15,8 @@
 #include "core/io/npy.hpp"
 #include "core/torch/rng.hpp"
 #include "ui/model_files.hpp"
+#include "ui/strings.hpp"
+#include "ui/tour.hpp"
 #include "ui/training.hpp"
 
 #ifdef ATTN_HAVE_STB
@@ -39,7 +41,8 @@ bool PlaygroundConfig::operator==(const PlaygroundConfig& o) const {
   return model == o.model && sentences == o.sentences && seed == o.seed && d_model == o.d_model &&
          max_len == o.max_len && mask == o.mask && num_heads == o.num_heads && num_layers == o.num_layers &&
          d_ff == o.d_ff && num_classes == o.num_classes && dropout == o.dropout && train == o.train &&
-         norm_first == o.norm_first && loaded == o.loaded && training == o.training;
+         norm_first == o.norm_first && loaded == o.loaded && training == o.training && lang == o.lang &&
+         tour == o.tour;
 }
 
 PlaygroundConfig defaults_for(ModelKind kind, const PlaygroundConfig& keep) {
@@ -49,6 +52,8 @@ PlaygroundConfig defaults_for(ModelKind kind, const PlaygroundConfig& keep) {
   c.seed = keep.seed;
   c.mask = keep.mask;
   c.training = keep.training;
+  c.lang = keep.lang;
+  c.tour = keep.tour;
   if (kind != ModelKind::tutorial) {
     const TransformerConfig t;
     c.d_model = t.d_model;
@@ -93,6 +98,8 @@ void attach_model(PlaygroundConfig& c, std::shared_ptr<const LoadedModel> model)
 std::string model_kind_name(ModelKind kind) {
   return kind == ModelKind::tutorial ? "tutorial" : kind == ModelKind::transformer ? "transformer" : "loaded";
 }
+
+Lang language_of(const PlaygroundConfig& c) { return c.lang.empty() ? default_language() : parse_lang(c.lang); }
 
 ModelKind parse_model_kind(const std::string& text) {
   if (text == "tutorial") return ModelKind::tutorial;
@@ -187,6 +194,13 @@ bool parse_bool(const std::string& key, const std::string& value) {
   throw InputError(key + " must be 0 or 1 (got '" + value + "')");
 }
 
+int parse_tour_step(const std::string& value) {
+  const size_t step = parse_count("tour", value, 0);
+  if (step > size_t(tour_length))
+    throw InputError("tour must be 0 (no tour) to " + std::to_string(tour_length) + " (got " + value + ")");
+  return int(step);
+}
+
 // A loaded model's sizes come from its config file: setting them would describe another model.
 void check_not_fixed(const PlaygroundConfig& c, const std::string& key) {
   static const char* const fixed[] = {"d_model", "max_len", "num_heads", "num_layers", "d_ff", "num_classes",
@@ -210,6 +224,8 @@ void set_field(PlaygroundConfig& c, const std::string& key, const std::string& v
   else if (key == "dropout") c.dropout = parse_dropout(value);
   else if (key == "train") c.train = parse_bool(key, value);
   else if (key == "norm_first") c.norm_first = parse_bool(key, value);
+  else if (key == "lang") c.lang = value.empty() ? "" : lang_code(parse_lang(value));
+  else if (key == "tour") c.tour = parse_tour_step(value);
   else throw InputError("unknown setting '" + key + "'");
 }
 
@@ -247,6 +263,8 @@ std::string to_hash(const PlaygroundConfig& c) {
     if (c.norm_first != d.norm_first) add("norm_first", c.norm_first ? "1" : "0");
   }
   for (const auto& [key, value] : training_hash_pairs(c.training)) add(key, value);
+  if (!c.lang.empty()) add("lang", c.lang);
+  if (c.tour) add("tour", std::to_string(c.tour));
   std::string out;
   for (const auto& p : parts) out += (out.empty() ? "" : "&") + p;
   return out;
@@ -279,7 +297,7 @@ PlaygroundConfig from_hash(const std::string& hash) {
     else set_field(c, k, v);
   }
   if (!sentences.empty()) c.sentences = sentences;
-  return without_unused(c);
+  return without_unused(tour_config(c, c.tour));  // a step of the second tutorial shows the Transformer
 }
 
 PlaygroundConfig apply_settings(const PlaygroundConfig& base, const Json& settings) {
@@ -314,18 +332,18 @@ PlaygroundConfig apply_settings(const PlaygroundConfig& base, const Json& settin
       throw InputError("setting '" + key + "' has a value of the wrong type");
     }
   }
-  return without_unused(c);
+  return without_unused(settings.contains("tour") ? tour_config(c, c.tour) : c);  // as the hash: the step's model
 }
 
 Json settings_json(const PlaygroundConfig& c) {
   if (c.model == ModelKind::loaded)  // its sizes are the file's, not settings (apply_settings refuses them)
     return {{"model", model_kind_name(c.model)}, {"sentences", c.sentences}, {"seed", c.seed},
-            {"mask", mask_kind_name(c.mask)}, {"train", c.train}};
+            {"mask", mask_kind_name(c.mask)}, {"train", c.train}, {"lang", c.lang}, {"tour", c.tour}};
   return {{"model", model_kind_name(c.model)}, {"sentences", c.sentences}, {"seed", c.seed},
           {"d_model", c.d_model},  {"max_len", c.max_len},       {"mask", mask_kind_name(c.mask)},
           {"num_heads", c.num_heads}, {"num_layers", c.num_layers}, {"d_ff", c.d_ff},
           {"num_classes", c.num_classes}, {"dropout", c.dropout}, {"train", c.train},
-          {"norm_first", c.norm_first}};
+          {"norm_first", c.norm_first}, {"lang", c.lang}, {"tour", c.tour}};
 }
 
 std::string sentences_text(const std::vector<std::string>& sentences) {
@@ -597,8 +615,11 @@ Json Computed::json() const {
 
 void Playground::set_config(const PlaygroundConfig& config) {
   if (config == config_) return;
+  PlaygroundConfig computed = config;  // the language and the tour step change no number
+  computed.lang = config_.lang;
+  computed.tour = config_.tour;
+  if (computed != config_) dirty_ = true;
   config_ = config;
-  dirty_ = true;
   ++config_generation_;
 }
 

@@ -17,6 +17,7 @@
 #include "core/model/trace.hpp"
 #include "core/model/transformer.hpp"
 #include "core/model/tutorial.hpp"
+#include "ui/strings.hpp"
 
 namespace attn::ui {
 
@@ -41,6 +42,10 @@ struct PlaygroundConfig {
   // The Train tab's settings (ui/training.hpp: attn train's options as JSON keys); {} = the tab's
   // defaults. In the hash as train.KEY=VALUE, except "data" (a file).
   Json training = Json::object();
+  // What the UI shows, not what it computes (a change recomputes nothing): the language ("en", "ko", or
+  // "" for the platform's default; ui/strings.hpp) and the guided tour's step (0: none; ui/tour.hpp).
+  std::string lang;
+  int tour = 0;
 
   bool operator==(const PlaygroundConfig& o) const;
   bool operator!=(const PlaygroundConfig& o) const { return !(*this == o); }
@@ -48,14 +53,16 @@ struct PlaygroundConfig {
 
 // The defaults of a model kind: the first tutorial (d_model 6, max_len 100), the second tutorial's
 // classifier (d_model 128, 8 heads, 4 layers, max_len 512, dropout 0.1) or the loaded model's config;
-// sentences, seed, mask, the loaded model and the training settings kept.
+// sentences, seed, mask, the loaded model, the training settings, the language and the tour step kept.
 PlaygroundConfig defaults_for(ModelKind kind, const PlaygroundConfig& keep = PlaygroundConfig());
 // Sets the loaded model (null: none); for ModelKind::loaded the sizes follow its config.
 void attach_model(PlaygroundConfig& config, std::shared_ptr<const LoadedModel> model);
 std::string model_kind_name(ModelKind kind);  // "tutorial" | "transformer" | "loaded"
 ModelKind parse_model_kind(const std::string& text);
+// The language the UI speaks for this configuration: its `lang`, else the platform's default.
+Lang language_of(const PlaygroundConfig& config);
 
-// URL hash "#model=transformer&s=나는%20간다&seed=1&…&train.task=brackets": only the values that
+// URL hash "#model=transformer&s=나는%20간다&seed=1&…&train.task=brackets&lang=ko&tour=3": only the values that
 // differ from the defaults (sentences as repeated `s`, percent-encoded UTF-8), so the default state is "".
 std::string to_hash(const PlaygroundConfig& config);
 // Parses a hash (with or without '#'); unknown keys and bad values throw InputError naming them, and
@@ -65,7 +72,7 @@ std::string percent_encode(const std::string& text);
 std::string percent_decode(const std::string& text);  // throws InputError on a bad escape
 
 // Applies a JSON object of settings ({sentences, seed, d_model, num_heads, num_layers, d_ff, max_len,
-// num_classes, mask, dropout, train, norm_first, model}) on top of `base`; `model` first (it resets the
+// num_classes, mask, dropout, train, norm_first, model, lang, tour}) on top of `base`; `model` first (it resets the
 // sizes to that model's defaults). Unknown keys and wrong types throw InputError.
 PlaygroundConfig apply_settings(const PlaygroundConfig& base, const Json& settings);
 Json settings_json(const PlaygroundConfig& config);  // the same keys, all of them

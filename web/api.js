@@ -74,7 +74,21 @@
   }
 
   let applyingHash = false;
-  Module.attnlabConfigChanged = function (hash, sentences) {
+  let pageLang = null;
+  // The page's own labels (elements with data-tr="page_…"; data-tr-title for their tooltips) in the UI's
+  // language: the texts come from the UI's table (ui/strings_table.inc).
+  function translatePage(lang, labels) {
+    if (lang === null || lang === pageLang) return;
+    pageLang = lang;
+    document.documentElement.lang = lang;
+    const texts = JSON.parse(labels);
+    for (const el of document.querySelectorAll('[data-tr]')) {
+      const text = texts[el.dataset.tr];
+      if (text !== undefined) el.textContent = text;
+    }
+  }
+  Module.attnlabConfigChanged = function (hash, sentences, lang, labels) {
+    translatePage(lang, labels);
     const target = hash ? '#' + hash : location.pathname + location.search;
     if ((location.hash || '') !== (hash ? '#' + hash : '')) {
       applyingHash = true;
@@ -131,21 +145,23 @@
       return JSON.parse(text);
     },
     // set({sentences, seed, d_model, num_heads, num_layers, d_ff, max_len, num_classes, mask, dropout,
-    //      train, norm_first, model}); throws on unknown keys or bad values; returns stats() (cheap:
+    //      train, norm_first, model, lang, tour}); lang: 'en', 'ko' or '' (the browser's language); tour: the
+    //      guided tour's step, as selectView({tour}); throws on unknown keys or bad values; returns stats() (cheap:
     // state() serialises the view, which timing a change must not include).
     set(settings) {
       const error = call('attnlab_set', 'string', ['string'], [JSON.stringify(settings)]);
       if (error) throw new Error(error);
       return this.stats();
     },
-    // {settings, hash, error, status, loaded_model, compute_ms, compute_count, frames, last_frame_ms,
-    //  frame_allocations, view}
+    // {settings, hash, lang (the UI's language), error, status, loaded_model, compute_ms, compute_count,
+    //  frames, last_frame_ms, frame_allocations, view: {tab, stage, tour, lang, …}, training}
     state() { return JSON.parse(call('attnlab_state', 'string', [], [])); },
     // {frames, last_frame_ms, frame_allocations, compute_ms, compute_count}: cheap, for polling.
     stats() { return JSON.parse(call('attnlab_stats', 'string', [], [])); },
     selectStage(name) { call('attnlab_select_stage', null, ['string'], [name]); },
-    // selectView({tab: 'stage'|'masks'|'positional_encoding', stage, batch, layer, head}): what the
-    // canvas shows from the next frame on (indices clamped); throws on unknown keys.
+    // selectView({tab: 'stage'|'masks'|'positional_encoding'|'train'|'tour', stage, batch, layer, head,
+    // tour}): what the canvas shows from the next frame on (indices clamped); tour: the guided tour's step
+    // (1 to 15; it selects the step's stage, and the model it needs; 0 ends the tour). Throws on unknown keys.
     selectView(view) {
       const error = call('attnlab_select_view', 'string', ['string'], [JSON.stringify(view)]);
       if (error) throw new Error(error);
@@ -229,7 +245,10 @@
         if (!chosen.length) return;
         const error = loadFiles(chosen);
         const note = document.getElementById('model-note');
-        if (note) note.textContent = note.title = error ? 'not loaded: ' + error : 'loaded ' + chosen.map((f) => f.name).join(', ');
+        if (note) {
+          note.textContent = note.title = error ? 'not loaded: ' + error : 'loaded ' + chosen.map((f) => f.name).join(', ');
+          delete note.dataset.tr;  // a message now, not the label to translate
+        }
       });
     }
     const dataPicker = document.getElementById('train-data');
@@ -238,6 +257,7 @@
       dataPicker.value = '';
       if (!f) return;
       const note = document.getElementById('train-note');
+      if (note) delete note.dataset.tr;  // a message from here on, not the label to translate
       try {
         train({ data: { name: f.name, bytes: new Uint8Array(await f.arrayBuffer()) } });
         if (note) note.textContent = note.title = 'training on ' + f.name;

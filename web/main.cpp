@@ -48,12 +48,16 @@ struct State {
 };
 State* state = nullptr;
 
-void publish_config() {  // URL hash and text field follow the configuration
+// URL hash, text field and the page's own labels (in the UI's language) follow the configuration.
+void publish_config() {
   if (state->published_generation == state->playground.config_generation()) return;
   state->published_generation = state->playground.config_generation();
   const std::string hash = attn::ui::to_hash(state->playground.config());
   const std::string text = attn::ui::sentences_text(state->playground.config().sentences);
-  EM_ASM({ Module.attnlabConfigChanged(UTF8ToString($0), UTF8ToString($1)); }, hash.c_str(), text.c_str());
+  const attn::ui::Lang lang = attn::ui::language_of(state->playground.config());
+  const std::string labels = attn::ui::page_strings(lang).dump();
+  EM_ASM({ Module.attnlabConfigChanged(UTF8ToString($0), UTF8ToString($1), UTF8ToString($2), UTF8ToString($3)); },
+         hash.c_str(), text.c_str(), attn::ui::lang_code(lang), labels.c_str());
 }
 
 void frame() {
@@ -130,12 +134,12 @@ EMSCRIPTEN_KEEPALIVE void attnlab_set_sentences(const char* text) {
   c.sentences = attn::ui::parse_sentences_text(text);
   state->playground.set_config(c);
   state->published_generation = state->playground.config_generation();  // the field already shows it
-  EM_ASM({ Module.attnlabConfigChanged(UTF8ToString($0), null); }, attn::ui::to_hash(c).c_str());
+  EM_ASM({ Module.attnlabConfigChanged(UTF8ToString($0), null, null, null); }, attn::ui::to_hash(c).c_str());
 }
 
 EMSCRIPTEN_KEEPALIVE void attnlab_select_stage(const char* name) { state->app->select_stage(name); }
 
-// {"tab", "stage", "batch", "layer", "head"}: returns "" or the problem.
+// {"tab", "stage", "batch", "layer", "head", "tour", …} (App::select_view): returns "" or the problem.
 EMSCRIPTEN_KEEPALIVE const char* attnlab_select_view(const char* json) {
   try {
     state->app->select_view(attn::Json::parse(json));
@@ -214,12 +218,13 @@ EMSCRIPTEN_KEEPALIVE const char* attnlab_training_log() {
   return hand_to_js(attn::Json(state->app->training().log()).dump());
 }
 
-// {settings, hash, error, status, loaded_model, compute_ms, compute_count, frames, last_frame_ms,
+// {settings, hash, lang, error, status, loaded_model, compute_ms, compute_count, frames, last_frame_ms,
 //  frame_allocations, view, training}
 EMSCRIPTEN_KEEPALIVE const char* attnlab_state() {
   const attn::ui::Computed* r = state->playground.result();
   attn::Json doc = {{"settings", attn::ui::settings_json(state->playground.config())},
                     {"hash", attn::ui::to_hash(state->playground.config())},
+                    {"lang", attn::ui::lang_code(attn::ui::language_of(state->playground.config()))},
                     {"error", state->playground.error()},
                     {"status", state->app->status()},
                     {"loaded_model", state->playground.config().loaded ? attn::Json(state->playground.config().loaded->name)
@@ -254,6 +259,12 @@ EMSCRIPTEN_KEEPALIVE const char* attnlab_stats() {
 
 int main() {
   state = new State();
+  // Korean where the browser's first preferred language is Korean (a link's lang=… wins).
+  const int korean = EM_ASM_INT({
+    const first = (navigator.languages && navigator.languages[0]) || navigator.language || '';
+    return /^ko([-_]|$)/i.test(first) ? 1 : 0;
+  });
+  attn::ui::set_default_language(korean ? attn::ui::Lang::ko : attn::ui::Lang::en);
   // The configuration in the URL hash (a shared link), if any.
   EM_ASM({
     const error = Module.ccall('attnlab_set_hash', 'string', ['string'], [String(location.hash)]);

@@ -1,9 +1,9 @@
 // attn-gui: the playground's UI (ui/) in a GLFW window with ImGui's OpenGL 3 backend.
-//   attn-gui [--hash "s=…&seed=1"] [--stage NAME] [--tab stage|masks|positional_encoding|train]
+//   attn-gui [--hash "s=…&seed=1"] [--stage NAME] [--tab stage|masks|positional_encoding|train|tour]
 //            [--weights W.safetensors [--config C.json] [--vocab V.json] | --model-dir DIR]
 //            [--screenshot out.png --frames N]
 //            [--backend exact|cpu|gl|cuda|auto] [--size WxH] [--trace FILE.json] [--train-steps N]
-//            [--view JSON] [--check-layout]
+//            [--view JSON] [--check-layout] [--lang en|ko]
 // --weights/--config/--vocab load a model as `attn encode` does, --model-dir a BERT or GPT-2
 // checkpoint's folder (the UI's "Open model files" fields do the same later). --screenshot renders N frames, writes the last one (glReadPixels) as PNG and exits:
 // for headless checks under Xvfb; it also reports the heap allocations of the last frame's UI, and with
@@ -11,10 +11,12 @@
 // ImGui 3 frames to settle first: --frames 4 or more); --trace then also writes the trace document of
 // what is shown (the web's attnlab.trace()). --train-steps N builds the Train tab's run from the hash's
 // train.* settings and trains N steps before the first frame. --view selects what is shown as the JS API's
-// selectView does ({"model_view": true, "layer": 1, …}). --check-layout draws every view (each stage, the
-// model view, the Masks, Positional encoding and Train tabs; the Train tab's run trains --train-steps or 20
-// steps first) at the window's size, prints each label, legend or heatmap that overlaps another or is cut
-// off by its region, and exits 1 if there is one. Exports go to the current folder.
+// selectView does ({"model_view": true, "layer": 1, …}; {"tour": 3} opens the guided tour at step 3).
+// The UI speaks --lang's language, else Korean where the locale (LC_ALL, LC_MESSAGES or LANG) is
+// Korean, else English. --check-layout draws every view (each stage, the model view, the Masks,
+// Positional encoding and Train tabs; the Train tab's run trains --train-steps or 20 steps first) at the
+// window's size, prints each label, legend or heatmap that overlaps another or is cut off by its region,
+// and exits 1 if there is one. Exports go to the current folder.
 #include <GLFW/glfw3.h>
 #include <imgui.h>
 #include <imgui_impl_glfw.h>
@@ -138,15 +140,22 @@ int usage(const char* problem) {
                "%s\nusage: attn-gui [--hash SETTINGS] [--stage NAME] [--tab TAB] [--weights W.safetensors [--config C.json] "
                "[--vocab V.json] | --model-dir DIR] [--backend exact|cpu|gl|cuda|auto] [--size WxH] "
                "[--screenshot FILE.png --frames N [--check-idle] [--trace FILE.json]] [--train-steps N] [--view JSON] "
-               "[--check-layout]\n",
+               "[--check-layout] [--lang en|ko]\n",
                problem);
   return 2;
+}
+
+// The locale's language, as setlocale would pick it (LC_ALL over LC_MESSAGES over LANG).
+attn::ui::Lang locale_language() {
+  for (const char* name : {"LC_ALL", "LC_MESSAGES", "LANG"})
+    if (const char* value = std::getenv(name); value && *value) return attn::ui::lang_for_locale(value);
+  return attn::ui::Lang::en;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string hash, stage, screenshot, trace, tab, view, model_dir, backend = "exact";
+  std::string hash, stage, screenshot, trace, tab, view, model_dir, lang, backend = "exact";
   bool check_idle = false, check_layout_views = false;
   attn::ui::ModelFiles model_files;
   int frames = 3, width = 1280, height = 800, train_steps = 0;
@@ -158,6 +167,7 @@ int main(int argc, char** argv) {
     else if (arg == "--tab") tab = value();
     else if (arg == "--view") view = value();
     else if (arg == "--backend") backend = value();
+    else if (arg == "--lang") lang = value();
     else if (arg == "--check-idle") check_idle = true;
     else if (arg == "--check-layout") check_layout_views = true;
     else if (arg == "--screenshot") screenshot = value();
@@ -174,11 +184,13 @@ int main(int argc, char** argv) {
     } else if (arg == "--help" || arg == "-h") return usage("attn-gui: the attention playground");
     else return usage(("unknown argument " + arg).c_str());
   }
+  attn::ui::set_default_language(locale_language());
   attn::ui::PlaygroundConfig config;
   attn::ui::Tab first_tab = attn::ui::Tab::stage;
   try {
     config = attn::ui::from_hash(hash);
     if (!tab.empty()) first_tab = attn::ui::parse_tab(tab);
+    if (!lang.empty()) config.lang = attn::ui::lang_code(attn::ui::parse_lang(lang));
   } catch (const attn::InputError& e) {
     return usage(e.what());
   }

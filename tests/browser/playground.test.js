@@ -8,10 +8,10 @@
 // the screenshot shows the heatmap's colours; idle frames allocate nothing and compute nothing; the
 // Masks view of any layer and head; Hangul beyond KS X 1001 has glyphs; a model loaded through the
 // page's file input (PyTorch's weights of transformer_small.json) equals PyTorch, malformed files are
-// messages, and so are random settings and files (robustness.js); recompute + redraw time at S=128,
-// d=128, 4 heads, 2 layers (budgets printed; enforced only with ATTN_FIRST_FRAME_BUDGET_MS /
-// ATTN_RECOMPUTE_BUDGET_MS); at 1280x800 and 1920x1080 no label, legend or heatmap of any view overlaps
-// another or is cut off.
+// messages, and so are random settings and files (robustness.js); the language switch and the guided
+// tour; recompute + redraw time at S=128, d=128, 4 heads, 2 layers (budgets printed; enforced only with
+// ATTN_FIRST_FRAME_BUDGET_MS / ATTN_RECOMPUTE_BUDGET_MS); at 1280x800 and 1920x1080 no label, legend or
+// heatmap of any view overlaps another or is cut off.
 'use strict';
 const fs = require('fs');
 const http = require('http');
@@ -332,6 +332,74 @@ const frames = (page, n) => page.evaluate((k) => new Promise((resolve) => {
   step();
 }), n);
 
+// The language (a Korean browser gets Korean; set({lang}) and the URL hash switch it, the page's own
+// labels follow) and the guided tour (selectView({tour}) walks its steps on the user's sentences, each
+// selecting its stage; the step is in the hash; a link to a step opens it).
+async function checkLanguageAndTour(browser, url, errors) {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 860 }, locale: 'ko-KR' });
+  page.on('console', (m) => { if (m.type() === 'error') errors.push('ko: ' + m.text()); });
+  page.on('pageerror', (e) => errors.push('ko: ' + String(e)));
+  await page.goto(url);
+  await page.waitForFunction(() => window.attnlab && window.attnlab.firstFrameMs !== null, null, { timeout: 30000 });
+  await frames(page, 3);
+  const label = () => page.evaluate(() => document.querySelector('[data-tr=page_sentences]').textContent);
+  let s = await page.evaluate(() => attnlab.state());
+  check(s.lang === 'ko' && s.view.lang === 'ko' && s.hash === '' && s.view.missing_glyphs === 0,
+        `a Korean browser gets the Korean UI (lang ${s.lang}, hash '${s.hash}', ${s.view.missing_glyphs} missing glyphs)`);
+  check(await label() === '문장', 'the page\'s labels are Korean: ' + await label());
+  await page.evaluate(() => attnlab.set({ lang: 'en' }));
+  await frames(page, 2);
+  s = await page.evaluate(() => ({ state: attnlab.state(), hash: location.hash }));
+  check(s.state.lang === 'en' && s.hash === '#lang=en' && await label() === 'Sentences',
+        `set({lang: 'en'}) switches to English and keeps it in the hash (${s.hash}, label ${await label()})`);
+  await page.evaluate(() => { location.hash = '#lang=ko'; });
+  await frames(page, 3);
+  s = await page.evaluate(() => attnlab.state());
+  check(s.lang === 'ko' && s.view.missing_glyphs === 0, 'the URL hash switches back to Korean: ' + s.lang);
+  const refused = await page.evaluate(() => { try { attnlab.set({ lang: 'fr' }); return ''; } catch (e) { return e.message; } });
+  check(refused.includes('lang must be'), 'an unknown language is refused: ' + refused);
+
+  const stages = ['token_ids', 'token_ids', 'embedding', 'positional_encoding', 'query', 'scores', 'scaled_scores',
+                  'masked_scores', 'attention_weights', 'attention_output', 'layers.0.self_attn.attention_weights',
+                  'layers.0.ffn.output', 'layers.0.norm2', 'encoder_output', 'logits'];
+  await page.evaluate(() => attnlab.set({ sentences: ['the cat sat on the mat', 'a dog ran'] }));
+  const walk = [];
+  const go = async (step) => {
+    await page.evaluate((n) => attnlab.selectView({ tour: n }), step);
+    await frames(page, 3);
+    const r = await page.evaluate(() => ({ state: attnlab.state(), hash: location.hash }));
+    walk.push({ step, tab: r.state.view.tab, tour: r.state.view.tour, stage: r.state.view.stage, model: r.state.settings.model,
+                rows: r.state.view.heatmap.rows, hash: r.hash });
+  };
+  for (let step = 1; step <= stages.length; ++step) await go(step);  // Next, Next, …
+  for (let step = stages.length - 1; step >= 1; --step) await go(step);  // … and Back
+  const wrong = walk.filter((w) => w.tab !== 'tour' || w.tour !== w.step || w.stage !== stages[w.step - 1] ||
+                                   !w.hash.includes('tour=' + w.step) || w.model !== (w.step > 10 ? 'transformer' : 'tutorial'));
+  check(wrong.length === 0, `the tour walks its ${stages.length} steps forward and back, each showing its stage` +
+        (wrong.length ? ': ' + JSON.stringify(wrong.slice(0, 3)) : ''));
+  check(walk[0].rows === 2, 'the tour follows the user\'s sentences (token ids of 2 sentences)');
+  if (outDir) fs.writeFileSync(path.join(outDir, 'playground_tour.png'), await page.screenshot());
+  await checkIdle(page, 'Korean tour');
+  await page.evaluate(() => attnlab.selectView({ tour: 0 }));
+  await frames(page, 3);
+  s = await page.evaluate(() => ({ state: attnlab.state(), hash: location.hash }));
+  check(s.state.view.tour === 0 && s.state.view.tab === 'stage' && !s.hash.includes('tour'),
+        `selectView({tour: 0}) ends the tour (tour ${s.state.view.tour}, tab ${s.state.view.tab}, hash '${s.hash}')`);
+  const bad = await page.evaluate(() => { try { attnlab.selectView({ tour: 16 }); return ''; } catch (e) { return e.message; } });
+  check(bad.includes('tour'), 'a step past the end is refused: ' + bad);
+  await page.close();
+
+  const linked = await browser.newPage({ viewport: { width: 1000, height: 700 }, locale: 'en-US' });
+  linked.on('console', (m) => { if (m.type() === 'error') errors.push('tour link: ' + m.text()); });
+  await linked.goto(url + '#tour=12');
+  await linked.waitForFunction(() => window.attnlab && window.attnlab.firstFrameMs !== null, null, { timeout: 30000 });
+  await frames(linked, 3);
+  s = await linked.evaluate(() => attnlab.state());
+  check(s.lang === 'en' && s.view.tab === 'tour' && s.view.stage === 'layers.0.ffn.output' && s.settings.model === 'transformer',
+        `a link to tour step 12 opens it on the Transformer (${s.lang}, ${s.view.tab}, ${s.view.stage})`);
+  await linked.close();
+}
+
 // Idle frames: after a few frames to settle, `n` more must allocate nothing and compute nothing.
 async function checkIdle(page, what, n = 8) {
   await frames(page, 4);
@@ -604,6 +672,7 @@ function closeToFixture(trace, fx) {
     if (recomputeBudgetMs > 0) check(best <= recomputeBudgetMs, `recompute + redraw within ${recomputeBudgetMs} ms`);
     if (outDir) fs.writeFileSync(path.join(outDir, 'playground_large.png'), await page.screenshot());
     await checkIdle(page, 'S=128 Masks view');
+    await checkLanguageAndTour(browser, url, errors);
     await checkTraining(page);
     await page.close();  // headless pages all draw: one page at a time, so the timings are the page's own
     await checkLayouts(browser, url, errors);
