@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Renders the playground into docs/playground.png, the README's picture: attn-gui under Xvfb (Mesa's
-# software OpenGL), 1280x800, the first tutorial's attention weights; then recompresses the PNG
+# software OpenGL), 1280x800, in English whatever the locale, the first tutorial's attention weights; then recompresses the PNG
 # (scripts/png_recompress.py) and checks it shows the UI and its heatmap (tests/check_png.py).
 #   scripts/screenshot.sh [BUILD_DIR]    # default build/; configures it and builds attn-gui when missing
 #   ATTN_GUI=path/to/attn-gui scripts/screenshot.sh    # an attn-gui built elsewhere
@@ -21,7 +21,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # The X screen is twice the window: Xvfb puts the pointer in the screen's centre, outside the window, so no
 # cell is hovered (a tooltip would cover it).
-xvfb-run -a -s "-screen 0 $((2 * width))x$((2 * height))x24" "$gui" --size "${width}x${height}" --stage attention_weights \
+xvfb-run -a -s "-screen 0 $((2 * width))x$((2 * height))x24" "$gui" --size "${width}x${height}" --lang en --stage attention_weights \
   --screenshot "$tmp/playground.png" --frames 4
 /usr/bin/python3 scripts/png_recompress.py "$tmp/playground.png" "$out"
 /usr/bin/python3 tests/check_png.py "$out" "$width" "$height"
