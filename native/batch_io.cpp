@@ -207,7 +207,7 @@ std::optional<Progress> read_progress(const std::string& output, const std::stri
   } catch (const Json::exception&) {
     throw InputError(damaged);
   }
-  if (!j.is_object() || j.value("fingerprint", "") != fingerprint)
+  if (!j.is_object() || !j.contains("fingerprint") || j.at("fingerprint") != fingerprint)
     throw InputError("'" + path + "' was written with other options or input; run without --resume");
   if (!j.contains("job"))
     throw InputError("'" + path + "' was written by another version of attn batch; run without --resume");

@@ -152,6 +152,8 @@ std::vector<std::pair<std::string, std::string>> training_hash_pairs(const Json&
 }
 
 Json training_from_hash_value(const std::string& key, const std::string& value) {
+  if (key == "data")  // training_hash_pairs leaves it out: a link cannot carry a file
+    throw InputError("train.data cannot come from a link: choose the file with Training data…");
   for (const FlagKey& k : flag_keys)
     if (key == k.key) {
       if (value != "true" && value != "false") throw InputError("train." + key + " must be true or false");
