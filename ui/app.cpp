@@ -266,10 +266,7 @@ void App::refresh_labels() {
   size_t rows = std::max(r->tokens.size(), r->pe_table.shape().empty() ? 0 : r->pe_table.shape()[0]);
   batch_labels_.clear();
   for (size_t i = 0; i < rows; ++i) batch_labels_.push_back(std::to_string(i));
-  char pe_label[256];
-  std::snprintf(pe_label, sizeof pe_label, tr(r->pe_learned ? Str::pe_learned : Str::pe_sinusoidal),
-                shape_text(r->pe_table).c_str(), r->tokens.empty() ? size_t(0) : r->tokens[0].size());
-  pe_label_ = pe_label;
+  pe_shape_ = shape_text(r->pe_table);
   layer_weights_.clear();
   for (size_t l = 0; l < std::max<size_t>(1, r->num_layers); ++l) layer_weights_.push_back(find_stage(weights_stage_name(*r, l)));
   if (!find_stage(stage_)) {
@@ -799,7 +796,9 @@ void App::draw_pad_table() {
 void App::draw_pe_view(float width) {
   const Computed* r = playground_.result();
   if (!r) return;
-  ImGui::TextWrapped("%s", pe_label_.c_str());
+  // Formatted each frame, in the language shown (a language switch recomputes nothing).
+  ImGui::TextWrapped(tr(r->pe_learned ? Str::pe_learned : Str::pe_sinusoidal), pe_shape_.c_str(),
+                     r->tokens.empty() ? size_t(0) : r->tokens[0].size());
   refresh(pe_, {playground_.result_generation(), &r->pe_table, 0, 0}, r->pe_table, ColorMap::diverging);
   draw_heatmap(pe_, &batch_labels_, &dim_labels_, width, height_above_buttons(), "pe");
   export_buttons(pe_, "positional_encoding_table", r->pe_table, PrintDtype::float32);

@@ -228,7 +228,7 @@ class App {
   size_t missing_glyphs_ = 0;
   // Labels built once per result.
   std::vector<std::string> dim_labels_, batch_labels_, stage_labels_;
-  std::string pe_label_;
+  std::string pe_shape_;  // the positional table's shape, for its caption
   std::vector<const Stage*> layer_weights_;  // each layer's attention weights (null: not computed)
   uint64_t labels_generation_ = 0;
   // The Stage tab's model view.
