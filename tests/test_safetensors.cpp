@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <random>
 #include <sstream>
 
@@ -155,6 +156,35 @@ TEST_CASE("write_safetensors then read_safetensors gives the same tensors in the
   attn::write_safetensors(dir.file("w.safetensors"), tensors, {{"format", "pt"}, {"note", "사전"}});
   check_same(attn::read_safetensors(dir.file("w.safetensors")), tensors);
   CHECK(dir.entries() == std::vector<std::string>{"w.safetensors"});  // no temporary file left
+}
+
+TEST_CASE("read_safetensors tells its progress every 8 MiB and can be stopped by it", "[safetensors]") {
+  const TempDir dir;
+  auto tensors = sample_tensors();
+  Tensor large = Tensor::from_shape({3, 1 << 20});  // 12 MiB: two pieces
+  std::iota(large.begin(), large.end(), 0.0f);
+  tensors.push_back({"large", large});
+  attn::write_safetensors(dir.file("w.safetensors"), tensors);
+  std::vector<std::pair<uint64_t, uint64_t>> calls;
+  check_same(attn::read_safetensors(dir.file("w.safetensors"), nullptr, nullptr,
+                                    [&](uint64_t read, uint64_t total) { calls.emplace_back(read, total); }),
+             tensors);
+  const uint64_t total = 4 * (10 + 1 + 0 + 24 + (3 << 20));
+  // (0, total) first, then one call per piece: the large tensor's two, one for each other non-empty one.
+  REQUIRE(calls.size() == 6);
+  CHECK(calls.front() == std::make_pair(uint64_t(0), total));
+  CHECK(calls.back() == std::make_pair(total, total));
+  for (size_t i = 1; i < calls.size(); ++i) {
+    CHECK(calls[i].first > calls[i - 1].first);
+    CHECK(calls[i].first - calls[i - 1].first <= (8u << 20));
+    CHECK(calls[i].second == total);
+  }
+  const std::string message = input_error([&] {
+    attn::read_safetensors(dir.file("w.safetensors"), nullptr, nullptr, [](uint64_t read, uint64_t) {
+      if (read > 0) throw attn::InputError("stopped");
+    });
+  });
+  CHECK(message == "stopped");
 }
 
 TEST_CASE("write_safetensors writes an 8-byte aligned F32 header with the metadata", "[safetensors]") {

@@ -1,6 +1,9 @@
 // The playground on Hugging Face checkpoints (tests/fixtures/pretrained): a folder or its files picked
 // one by one become a loaded model, computed with its own tokenizer and mask as PyTorch computes it;
 // its layers' stages are named the model's way, and GPT-2 lists its next tokens.
+#include <chrono>
+#include <thread>
+
 #include "core/base/error.hpp"
 #include "tests/fixtures.hpp"
 #include "ui/model_files.hpp"
@@ -107,4 +110,44 @@ TEST_CASE("ui refuses a checkpoint's bad files with a message naming them", "[ui
   CHECK_THROWS_WITH(load_model(sort_model_files({b + "config.json", b + "model.safetensors"})),
                     Catch::Contains("a bert model needs its vocab.txt"));
   CHECK_THROWS_WITH(sort_model_files({b + "config.json", b + "vocab.txt"}), Catch::Contains("no weights"));
+}
+
+namespace {
+
+// Waits for the loader's result (its thread reads a fixture in milliseconds).
+LoadResult wait_for(ModelLoader& loader) {
+  for (int i = 0; i < 2000; ++i) {
+    if (auto done = loader.take()) return std::move(*done);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  FAIL("the model was not read within 10 s");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("ui reads a checkpoint on a worker thread, telling its progress", "[ui]") {
+  ModelLoader loader;
+  CHECK_FALSE(loader.running());
+  loader.start(sort_model_files({dir + "gpt2_tiny"}));
+  CHECK(loader.running());
+  const LoadResult loaded = wait_for(loader);
+  CHECK_FALSE(loader.running());
+  REQUIRE(loaded.error.empty());
+  REQUIRE(loaded.model);
+  CHECK(loaded.model->pretrained->model.config.architecture == "GPT2LMHeadModel");
+  CHECK(loader.bytes_total() > 0);
+  CHECK(loader.bytes_read() == loader.bytes_total());
+  CHECK_FALSE(loader.take());  // a result is taken once
+
+  // A refused file is a message naming it; a cancelled read gives nothing.
+  const std::string b = dir + "bert_tiny/";
+  loader.start(sort_model_files({b + "config.json", b + "model.safetensors", b + "tokenizer_config.json"}));
+  const LoadResult refused = wait_for(loader);
+  CHECK_FALSE(refused.model);
+  CHECK_THAT(refused.error, Catch::Contains("a bert model needs its vocab.txt"));
+  loader.start(sort_model_files({dir + "bert_tiny"}));
+  loader.cancel();
+  CHECK_FALSE(loader.running());
+  CHECK_FALSE(loader.take());
 }

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -554,6 +555,7 @@ void App::draw_next_tokens() {
 }
 
 void App::draw_model_files() {
+  draw_loading();  // also with the section closed (attn-gui --model-dir)
   if (!ImGui::CollapsingHeader(tr(Str::open_model_files))) return;
   if (platform_.external_model_picker()) {
     ImGui::TextWrapped("%s", tr(Str::choose_model_files));
@@ -565,10 +567,10 @@ void App::draw_model_files() {
     if (ImGui::Button(tr(Str::open))) {
       std::error_code ec;
       if (!std::filesystem::is_directory(model_paths_[0], ec)) {
-        load_model_files({model_paths_[0], model_paths_[1], model_paths_[2], {}});
+        start_loading({model_paths_[0], model_paths_[1], model_paths_[2], {}});
       } else {
         try {
-          load_model_files(sort_model_files({model_paths_[0]}));
+          start_loading(sort_model_files({model_paths_[0]}));
         } catch (const InputError& e) {
           status_ = std::string("could not load the model: ") + e.what();
         }
@@ -583,23 +585,42 @@ void App::draw_model_files() {
 }
 
 std::string App::load_model_files(const ModelFiles& files) {
-  std::string error;
-  try {
-    PlaygroundConfig c = playground_.config();
-    c.model = ModelKind::loaded;
-    attach_model(c, load_model(files));
-    apply(c);
-    status_ = "loaded " + c.loaded->name;
-    return "";
-  } catch (const InputError& e) {
-    error = e.what();
-  } catch (const std::bad_alloc&) {
-    error = "out of memory reading the model";
-  } catch (const std::exception& e) {
-    error = std::string("error: ") + e.what();
+  loader_.cancel();
+  return use_model(read_model_files(files));
+}
+
+void App::start_loading(ModelFiles files) {
+  loader_.start(std::move(files));
+  if (auto done = loader_.take()) use_model(std::move(*done));  // read at once (no threads)
+}
+
+std::string App::use_model(LoadResult loaded) {
+  if (!loaded.model) {
+    status_ = "could not load the model: " + loaded.error;
+    return loaded.error;
   }
-  status_ = "could not load the model: " + error;
-  return error;
+  PlaygroundConfig c = playground_.config();
+  c.model = ModelKind::loaded;
+  attach_model(c, std::move(loaded.model));
+  apply(c);
+  status_ = "loaded " + c.loaded->name;
+  return "";
+}
+
+bool App::busy() const { return loader_.running() || train_view_.status.running; }
+
+// A read on the loader's thread: its progress bar and Cancel, then its model or its message.
+void App::draw_loading() {
+  if (auto done = loader_.take()) use_model(std::move(*done));
+  if (!loader_.running()) return;
+  const double mib = 1 << 20, read = double(loader_.bytes_read()), total = double(loader_.bytes_total());
+  char text[64];
+  std::snprintf(text, sizeof text, tr(Str::loading_progress), read / mib, total / mib);
+  ImGui::ProgressBar(total > 0 ? float(read / total) : 0.0f, ImVec2(-FLT_MIN, 0), text);
+  if (ImGui::Button(tr(Str::cancel))) {
+    loader_.cancel();
+    status_ = tr(Str::loading_cancelled);
+  }
 }
 
 // --- pipeline ---

@@ -89,6 +89,12 @@ class App {
 
   // Loads a model from files and switches to it; returns "" or the problem (also on the status line).
   std::string load_model_files(const ModelFiles& files);
+  // The same on a worker thread (at once where there are none): the Model files section shows its
+  // progress with a Cancel button, and the model is switched to on the frame after it has been read.
+  void start_loading(ModelFiles files);
+  // True while something changes on its own (a model being read, training playing): the shell should
+  // draw frames without waiting for input.
+  bool busy() const;
 
   // For tests and the JS API: the main heatmap as last drawn, and the selected stage.
   const Heatmap& main_heatmap() const { return main_; }
@@ -139,6 +145,8 @@ class App {
   void draw_checkpoint(const Pretrained& checkpoint);
   void draw_next_tokens();
   void draw_model_files();
+  void draw_loading();
+  std::string use_model(LoadResult loaded);
   void draw_pipeline();
   void set_layer(int layer);
   void draw_stage_view(float width);
@@ -237,6 +245,7 @@ class App {
   std::vector<GridCell> stage_cells_, train_cells_;  // where the grids' cells were drawn (tests, clicks)
   // The Train tab: the run, what the UI last copied of it, and its view.
   Training training_;
+  ModelLoader loader_;
   Training::View train_view_;
   uint64_t train_synced_generation_ = 0;  // the configuration generation the run was built for
   std::string train_error_;

@@ -2,8 +2,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include "core/base/error.hpp"
+#include "core/base/threads.hpp"
 #include "core/io/safetensors.hpp"
 
 namespace attn::ui {
@@ -127,11 +129,11 @@ std::string with_file_names(std::string message, const ModelFiles& f) {
   return message;
 }
 
-std::shared_ptr<const LoadedModel> read_model(const ModelFiles& files) {
+std::shared_ptr<const LoadedModel> read_model(const ModelFiles& files, const ReadProgress& progress) {
   auto out = std::make_shared<LoadedModel>();
   TransformerConfig config = read_config(files.config);
   if (!files.vocab.empty()) out->vocab = read_vocab_file(files.vocab);
-  const std::vector<NamedTensor> tensors = read_safetensors(files.weights);
+  const std::vector<NamedTensor> tensors = read_safetensors(files.weights, nullptr, nullptr, progress);
   if (config.vocab_size == 0) config.vocab_size = embedding_rows(tensors);
   if (config.vocab_size == 0 && out->vocab) config.vocab_size = out->vocab->size();
   if (out->vocab && out->vocab->size() > config.vocab_size)
@@ -148,11 +150,11 @@ std::shared_ptr<const LoadedModel> read_model(const ModelFiles& files) {
 
 }  // namespace
 
-std::shared_ptr<const LoadedModel> load_model(const ModelFiles& files) {
+std::shared_ptr<const LoadedModel> load_model(const ModelFiles& files, const ReadProgress& progress) {
   if (files.pretrained) {
     auto out = std::make_shared<LoadedModel>();
     const PretrainedFiles& f = *files.pretrained;
-    out->pretrained = load_pretrained_files(f);
+    out->pretrained = load_pretrained_files(f, progress);
     // The files' names: in the browser their folder is a temporary one the user never chose.
     out->name = out->pretrained->model.config.architecture + ": " + file_name(f.config) + " + " + file_name(f.weights);
     for (const std::string* p : {&f.vocab, &f.merges})
@@ -161,10 +163,52 @@ std::shared_ptr<const LoadedModel> load_model(const ModelFiles& files) {
   }
   if (files.weights.empty()) throw InputError("no weights file given (.safetensors)");
   try {
-    return read_model(files);
+    return read_model(files, progress);
   } catch (const InputError& e) {
     throw InputError(with_file_names(e.what(), files));
   }
+}
+
+LoadResult read_model_files(const ModelFiles& files, const ReadProgress& progress) {
+  try {
+    return {load_model(files, progress), ""};
+  } catch (const InputError& e) {
+    return {nullptr, e.what()};
+  } catch (const std::bad_alloc&) {
+    return {nullptr, "out of memory reading the model"};
+  } catch (const std::exception& e) {
+    return {nullptr, std::string("error: ") + e.what()};
+  }
+}
+
+void ModelLoader::start(ModelFiles files) {
+  cancel();
+  read_ = total_ = 0;
+  cancelled_ = done_ = false;
+  pending_ = true;
+  auto job = [this, files = std::move(files)] {
+    result_ = read_model_files(files, [this](uint64_t read, uint64_t total) {
+      if (cancelled_) throw InputError("cancelled");
+      read_ = read, total_ = total;
+    });
+    done_ = true;
+  };
+  if (threads_available) thread_ = std::thread(std::move(job));
+  else job();
+}
+
+void ModelLoader::cancel() {
+  cancelled_ = true;
+  if (thread_.joinable()) thread_.join();
+  pending_ = false;
+  result_ = {};
+}
+
+std::optional<LoadResult> ModelLoader::take() {
+  if (!pending_ || !done_) return std::nullopt;
+  if (thread_.joinable()) thread_.join();
+  pending_ = false;
+  return std::exchange(result_, {});
 }
 
 }  // namespace attn::ui

@@ -3,9 +3,12 @@
 // files (core/model/pretrained_files.hpp). Both shells hand paths here (the browser writes the chosen files
 // into Emscripten's MEMFS first). No ImGui; tests/test_ui.cpp tests it.
 #pragma once
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/model/pretrained_files.hpp"
@@ -36,7 +39,43 @@ struct LoadedModel {
 ModelFiles sort_model_files(const std::vector<std::string>& paths);
 
 // Reads and checks the files (every reader's InputError names the file and the problem). Without
-// vocab_size in the config, the embedding's rows in the weights set it.
-std::shared_ptr<const LoadedModel> load_model(const ModelFiles& files);
+// vocab_size in the config, the embedding's rows in the weights set it. `progress` follows the reading
+// of the weights (read_safetensors).
+std::shared_ptr<const LoadedModel> load_model(const ModelFiles& files, const ReadProgress& progress = nullptr);
+
+struct LoadResult {
+  std::shared_ptr<const LoadedModel> model;  // null when the files were refused
+  std::string error;                         // why
+};
+// load_model with every failure as a message (the files' InputError, running out of memory).
+LoadResult read_model_files(const ModelFiles& files, const ReadProgress& progress = nullptr);
+
+// Reads a model on a worker thread, so that a window stays responsive and can show how far a large file
+// has got; where there are no threads (WebAssembly without pthreads) start() reads it at once.
+class ModelLoader {
+ public:
+  ModelLoader() = default;
+  ModelLoader(const ModelLoader&) = delete;
+  ModelLoader& operator=(const ModelLoader&) = delete;
+  ~ModelLoader() { cancel(); }
+  // Starts reading `files` (a read still running is cancelled first).
+  void start(ModelFiles files);
+  // Between start() and the take() that returns its result.
+  bool running() const { return pending_; }
+  // Bytes of weights read so far, and in all (0 of 0 until the weights' header has been checked).
+  uint64_t bytes_read() const { return read_; }
+  uint64_t bytes_total() const { return total_; }
+  // Stops the read at its next 8 MiB and forgets it.
+  void cancel();
+  // The read's result once it has finished (once); until then nothing.
+  std::optional<LoadResult> take();
+
+ private:
+  std::thread thread_;
+  std::atomic<uint64_t> read_{0}, total_{0};
+  std::atomic<bool> cancelled_{false}, done_{false};
+  bool pending_ = false;
+  LoadResult result_;
+};
 
 }  // namespace attn::ui

@@ -6,6 +6,7 @@
 
 #include "core/batch/batch.hpp"
 #include "core/base/error.hpp"
+#include "core/base/threads.hpp"
 #include "core/io/safetensors.hpp"
 #include "native/train_setup.hpp"
 
@@ -13,12 +14,6 @@ namespace attn::ui {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
-constexpr bool threads_here = false;
-#else
-constexpr bool threads_here = true;
-#endif
 
 // The settings' keys and the option each one sets.
 struct StringKey {
@@ -138,7 +133,7 @@ cli::TrainOptions training_options(const Json& settings) {
       throw InputError("unknown training setting '" + key + "' (attn train's options without dashes: task, steps, "
                        "batch_size, optimizer, lr, seed, d_model, num_heads, num_layers, eval_every, …)");
   }
-  if (!threads_here && !o.threads.empty() && o.threads != "1")
+  if (!threads_available && !o.threads.empty() && o.threads != "1")
     throw InputError("threads: this build has no threads; training runs on one");
   if (o.task.empty() && o.data.empty()) o.task = "duplicate";  // {} is the Train tab's first task
   return o;
@@ -187,12 +182,12 @@ struct Training::Run {
 };
 
 Training::Training() {
-  if (threads_here) worker_ = std::thread([this] { worker_loop(); });
+  if (threads_available) worker_ = std::thread([this] { worker_loop(); });
 }
 
 Training::~Training() { stop_worker(); }
 
-bool Training::has_worker() { return threads_here; }
+bool Training::has_worker() { return threads_available; }
 
 void Training::stop_worker() {
   pause();
@@ -361,7 +356,7 @@ std::vector<Json> Training::run_steps(size_t n) {
 }
 
 void Training::pump(double budget_ms) {
-  if (threads_here) return;
+  if (threads_available) return;
   const auto start = Clock::now();
   double last_ms = 0;
   while (playing_) {

@@ -238,17 +238,31 @@
         // A folder holds more than the model needs (another format's weights, a README): only the files
         // a checkpoint is read from are read, and a pickle only by name, for the message saying to convert it.
         const files = id === 'model-files' ? [...picker.files] : [...picker.files].filter((f) => checkpointFile(f.name) !== null);
-        const chosen = await Promise.all(files.map(async (f) => ({
-          name: f.name, bytes: id === 'model-folder' && !checkpointFile(f.name) ? new Uint8Array(0) : new Uint8Array(await f.arrayBuffer()),
-        })));
         picker.value = '';  // choosing the same files again fires 'change' again
-        if (!chosen.length) return;
-        const error = loadFiles(chosen);
+        if (!files.length) return;
         const note = document.getElementById('model-note');
-        if (note) {
-          note.textContent = note.title = error ? 'not loaded: ' + error : 'loaded ' + chosen.map((f) => f.name).join(', ');
+        const show = (text) => {
+          if (!note) return;
+          note.textContent = note.title = text;
           delete note.dataset.tr;  // a message now, not the label to translate
-        }
+        };
+        // How far a large checkpoint has got: the files' bytes as they arrive, then the engine's check.
+        const read = (f) => id === 'model-folder' && !checkpointFile(f.name) ? 0 : f.size;
+        const mib = (n) => (n / 1048576).toFixed(1);
+        const total = files.reduce((n, f) => n + read(f), 0);
+        let done = 0;
+        show('reading ' + mib(total) + ' MiB…');
+        const chosen = await Promise.all(files.map(async (f) => {
+          const bytes = read(f) ? new Uint8Array(await f.arrayBuffer()) : new Uint8Array(0);
+          done += bytes.length;
+          show('reading ' + mib(done) + ' of ' + mib(total) + ' MiB…');
+          return { name: f.name, bytes };
+        }));
+        show('checking the model…');
+        await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve)));  // shown before the engine runs
+        const error = loadFiles(chosen);
+        // The model's name lists the files it was read from (not a folder's README or pickle).
+        show(error ? 'not loaded: ' + error : 'loaded ' + window.attnlab.stats().loaded_model);
       });
     }
     const dataPicker = document.getElementById('train-data');

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/base/error.hpp"
+#include "core/base/memory.hpp"
 #include "core/io/safetensors.hpp"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "'<f4' data is little-endian; so must the host be");
@@ -201,6 +202,8 @@ Tensor read_npy(const std::string& path) {
   for (size_t dim : header.shape)
     if (__builtin_mul_overflow(needed, dim, &needed))
       fail(path, "shape " + shape_repr(header.shape) + " is too large");
+  if (!strides_fit(header.shape))
+    fail(path, "shape " + shape_repr(header.shape) + " is too large to index: the product of its non-zero dimensions overflows");
   const size_t present = bytes.size() - data_start;
   if (present != needed)
     fail(path, "shape " + shape_repr(header.shape) + " needs " + std::to_string(needed) +

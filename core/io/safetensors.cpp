@@ -161,6 +161,9 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
     if (__builtin_mul_overflow(bytes, dim, &bytes))
       fail(path, entry(name) + "shape " + value.at("shape").dump() +
                      " is too large: its byte size overflows 64 bits");
+  if (!strides_fit(e.shape))
+    fail(path, entry(name) + "shape " + value.at("shape").dump() + " is too large to index: the product of its " +
+                   "non-zero dimensions overflows");
   if (bytes != e.end - e.begin)
     fail(path, entry(name) + "byte size " + std::to_string(bytes) + " of shape " + value.at("shape").dump() +
                    " " + e.dtype->name + " differs from data_offsets " + offsets.dump());
@@ -211,17 +214,38 @@ Shape platform_shape(const std::string& path, const Entry& e) {
   return shape;
 }
 
+// Reads n bytes in pieces of at most 8 MiB, telling `progress` after each.
+void read_in_pieces(const std::string& path, const Entry& e, std::ifstream& in, char* out, uint64_t n,
+                    uint64_t& done, uint64_t total, const ReadProgress& progress) {
+  constexpr uint64_t piece = uint64_t(8) << 20;
+  for (uint64_t at = 0; at < n; at += piece) {
+    const uint64_t size = std::min(piece, n - at);
+    if (!in.read(out + at, static_cast<std::streamsize>(size)))
+      fail(path, entry(e.name) + "could not read its data (was the file changed while reading?)");
+    done += size;
+    if (progress) progress(done, total);
+  }
+}
+
+// F32 data is read straight into its tensor (the format is little-endian, as are the hosts this builds
+// for); the other dtypes through a buffer, then converted.
+bool read_directly(const Entry& e) { return e.dtype == &supported_dtypes[0]; }
+
 // Reads the tensors, which follow one another from `data_start` once check_layout has passed.
 std::vector<NamedTensor> read_data(const std::string& path, std::ifstream& in, uint64_t data_start,
-                                   const std::vector<Entry>& entries, std::vector<std::string>* skipped) {
-  // The float32 tensors plus the raw bytes of the largest one (which also keeps that below 4 GiB in
-  // WebAssembly, so its size_t below cannot wrap).
+                                   const std::vector<Entry>& entries, std::vector<std::string>* skipped,
+                                   const ReadProgress& progress) {
+  // The float32 tensors plus the buffer for the largest one to convert (each tensor's size, checked
+  // here, also stays below 4 GiB in WebAssembly, so its size_t below cannot wrap).
   double floats = 0, largest_raw = 0;
+  uint64_t total = 0, done = 0;
   for (const auto& e : entries) {
-    if (e.dtype->decode) floats += 4.0 * double(e.end - e.begin) / double(e.dtype->size);
-    largest_raw = std::max(largest_raw, double(e.end - e.begin));
+    if (!e.dtype->decode) continue;  // skipped
+    floats += 4.0 * double(e.end - e.begin) / double(e.dtype->size), total += e.end - e.begin;
+    if (!read_directly(e)) largest_raw = std::max(largest_raw, double(e.end - e.begin));
   }
   check_fits_in_memory(floats + largest_raw, "reading '" + path + "'");
+  if (progress) progress(0, total);
   in.seekg(static_cast<std::streamoff>(data_start));
   std::vector<NamedTensor> tensors;
   std::vector<char> raw;
@@ -232,10 +256,13 @@ std::vector<NamedTensor> read_data(const std::string& path, std::ifstream& in, u
       continue;
     }
     Tensor value = Tensor::from_shape(platform_shape(path, e));
-    raw.resize(static_cast<size_t>(e.end - e.begin));
-    if (!in.read(raw.data(), static_cast<std::streamsize>(raw.size())))
-      fail(path, entry(e.name) + "could not read its data (was the file changed while reading?)");
-    e.dtype->decode(raw.data(), value.data(), value.size());
+    if (read_directly(e)) {
+      read_in_pieces(path, e, in, reinterpret_cast<char*>(value.data()), e.end - e.begin, done, total, progress);
+    } else {
+      raw.resize(static_cast<size_t>(e.end - e.begin));
+      read_in_pieces(path, e, in, raw.data(), e.end - e.begin, done, total, progress);
+      e.dtype->decode(raw.data(), value.data(), value.size());
+    }
     tensors.push_back({e.name, std::move(value)});
   }
   return tensors;
@@ -259,7 +286,7 @@ uint64_t read_header_length(const std::string& path, std::ifstream& in, uint64_t
 }  // namespace
 
 std::vector<NamedTensor> read_safetensors(const std::string& path, std::map<std::string, std::string>* metadata,
-                                          std::vector<std::string>* skipped) {
+                                          std::vector<std::string>* skipped, const ReadProgress& progress) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) fail(path, "cannot open it");
   const auto file_size = static_cast<uint64_t>(std::streamoff(in.tellg()));
@@ -282,7 +309,7 @@ std::vector<NamedTensor> read_safetensors(const std::string& path, std::map<std:
       entries.push_back(parse_entry(path, item.key(), item.value(), data_size, skipped != nullptr));
   }
   check_layout(path, entries, data_size);
-  return read_data(path, in, data_start, entries, skipped);
+  return read_data(path, in, data_start, entries, skipped, progress);
 }
 
 namespace {

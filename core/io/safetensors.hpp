@@ -18,13 +18,18 @@ struct NamedTensor {
   Tensor value;
 };
 
+// Told while tensor data is read: bytes read so far, and in all (called from the reading thread, at least
+// every 8 MiB and once at the end). It may throw to cancel the read.
+using ReadProgress = std::function<void(uint64_t read, uint64_t total)>;
+
 // Reads F32, F16, BF16 and F64 tensors as float32 (the conversions PyTorch's `.float()` does), in
 // the order of their data in the file. Other dtypes are refused, unless `skipped` is given: then
 // their tensors (integer buffers such as BERT's position_ids) are checked but not read, and named
 // there. `metadata`, when given, receives the header's __metadata__ strings.
 std::vector<NamedTensor> read_safetensors(const std::string& path,
                                           std::map<std::string, std::string>* metadata = nullptr,
-                                          std::vector<std::string>* skipped = nullptr);
+                                          std::vector<std::string>* skipped = nullptr,
+                                          const ReadProgress& progress = nullptr);
 
 // Writes F32 tensors, data in the given order, the header padded with spaces to a multiple of 8
 // bytes. Atomic: `path` is either replaced whole or left untouched.

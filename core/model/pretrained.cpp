@@ -467,6 +467,7 @@ PretrainedModel load_pretrained(const PretrainedConfig& config, std::vector<Name
       problems.push_back(t.name + " has shape " + shape_text(got) + ", the config needs " + shape_text(slot->second.shape));
     else
       slot->second.store(std::move(t.value));
+    t.value = Tensor();  // a store that transposes copied it: free the file's copy now (peak memory)
     seen[name] = true;
   }
   for (const auto& [name, slot] : slots)
@@ -480,9 +481,9 @@ PretrainedModel load_pretrained(const PretrainedConfig& config, std::vector<Name
 }
 
 PretrainedModel read_pretrained_weights(const PretrainedConfig& config, const std::string& path,
-                                        const std::string& file_name) {
+                                        const std::string& file_name, const ReadProgress& progress) {
   std::vector<std::string> buffers;
-  std::vector<NamedTensor> tensors = read_safetensors(path, nullptr, &buffers);
+  std::vector<NamedTensor> tensors = read_safetensors(path, nullptr, &buffers, progress);
   PretrainedModel m = load_pretrained(config, std::move(tensors), file_name);
   m.ignored.insert(m.ignored.end(), buffers.begin(), buffers.end());
   std::sort(m.ignored.begin(), m.ignored.end());

@@ -57,8 +57,9 @@ struct PretrainedModel {
 PretrainedModel load_pretrained(const PretrainedConfig& config, std::vector<NamedTensor> tensors,
                                 const std::string& file);
 // load_pretrained on a model.safetensors file; its integer buffers (BERT's position_ids) join `ignored`.
+// `progress` as read_safetensors takes it.
 PretrainedModel read_pretrained_weights(const PretrainedConfig& config, const std::string& path,
-                                        const std::string& file_name);
+                                        const std::string& file_name, const ReadProgress& progress = nullptr);
 // Every tensor the checkpoint gave (those a family lacks, such as GPT-2's token types, are skipped).
 void for_each_tensor(const PretrainedModel& model, const std::function<void(const Tensor&)>& visit);
 size_t parameter_count(const PretrainedModel& model);

@@ -92,7 +92,7 @@ PretrainedConfig read_pretrained_config(const std::string& path) {
   return pretrained_config_from_json(read_json_file(path, "model config"), file_name(path));
 }
 
-Pretrained load_pretrained_files(const PretrainedFiles& f) {
+Pretrained load_pretrained_files(const PretrainedFiles& f, const ReadProgress& progress) {
   const PretrainedConfig config = read_pretrained_config(f.config);
   const std::string family = family_name(config.family);
   auto need = [&](const std::string& path, const std::string& wanted, const char* extension) {
@@ -113,7 +113,7 @@ Pretrained load_pretrained_files(const PretrainedFiles& f) {
     throw InputError(file_name(f.vocab) + " has " + std::to_string(tokenizer_size(*tokenizer)) + " tokens, more than the " +
                      std::to_string(config.vocab_size) + " rows of the model's embedding (vocab_size in " +
                      file_name(f.config) + ")");
-  PretrainedModel model = read_pretrained_weights(config, f.weights, file_name(f.weights));
+  PretrainedModel model = read_pretrained_weights(config, f.weights, file_name(f.weights), progress);
   return {std::move(model), std::move(*tokenizer)};
 }
 

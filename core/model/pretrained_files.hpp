@@ -38,8 +38,8 @@ struct Pretrained {
 
 // Reads and checks every file (each reader's InputError names its file): the family from config.json,
 // the tokenizer that family needs (vocab.txt for BERT, vocab.json + merges.txt for GPT-2) and whose ids
-// must fit the embedding.
-Pretrained load_pretrained_files(const PretrainedFiles& files);
+// must fit the embedding. `progress` follows the weights' reading (read_safetensors).
+Pretrained load_pretrained_files(const PretrainedFiles& files, const ReadProgress& progress = nullptr);
 
 struct PretrainedBatch {
   PretrainedInput input;

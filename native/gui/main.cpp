@@ -248,9 +248,14 @@ int main(int argc, char** argv) {
     }
     app.select_tab(first_tab);
     if (!model_files.weights.empty() || model_files.pretrained) {
-      const std::string error = app.load_model_files(model_files);
-      if (!error.empty()) std::fprintf(stderr, "attn-gui: could not load the model: %s\n", error.c_str());
-      if (!error.empty() && !screenshot.empty()) status = 2;
+      app.start_loading(model_files);  // the window shows how far it has got
+      if (!screenshot.empty() || check_layout_views) {
+        while (app.busy()) render_frame(window, app, playground);  // the views and the screenshot show the model
+        if (!playground.config().loaded) {
+          std::fprintf(stderr, "attn-gui: %s\n", app.status().c_str());
+          status = 2;
+        }
+      }
     }
     if (check_layout_views && !train_steps) train_steps = 20;  // the Train tab shows its curves and heads
     if (train_steps) {
@@ -264,7 +269,7 @@ int main(int argc, char** argv) {
     }
     if (check_layout_views && !status) status = check_layout(window, app, playground);
     for (int frame = 1; !check_layout_views && !glfwWindowShouldClose(window); ++frame) {
-      if (screenshot.empty()) glfwWaitEventsTimeout(0.5);  // idle: no busy loop, no recompute
+      if (screenshot.empty()) glfwWaitEventsTimeout(app.busy() ? 1.0 / 30 : 0.5);  // idle: no busy loop, no recompute
       else glfwPollEvents();
       const FrameCost cost = render_frame(window, app, playground);
       if (!screenshot.empty() && frame >= frames) {

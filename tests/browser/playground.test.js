@@ -636,6 +636,37 @@ function closeToFixture(trace, fx) {
       catch (e) { return e.message; }
     });
     check(/convert it to model\.safetensors/.test(pickle), 'a pytorch_model.bin is refused with a message: ' + pickle);
+    // The Model folder… picker: a downloaded folder holds more than the model (a README, another format's
+    // weights, a subfolder); only the checkpoint's files are read. A folder with only a pickle is a message.
+    const folders = fs.mkdtempSync('/tmp/attnlab-folders-');
+    try {
+      const full = path.join(folders, 'gpt2'), pickleOnly = path.join(folders, 'pickle');
+      fs.mkdirSync(path.join(full, 'onnx'), { recursive: true });
+      fs.mkdirSync(pickleOnly);
+      const gpt2 = path.join(fixtures, 'pretrained', 'gpt2_tiny');
+      for (const f of fs.readdirSync(gpt2)) fs.copyFileSync(path.join(gpt2, f), path.join(full, f));
+      fs.writeFileSync(path.join(full, 'README.md'), '# a model card\n');
+      fs.writeFileSync(path.join(full, 'pytorch_model.bin'), Buffer.alloc(1 << 20));
+      fs.writeFileSync(path.join(full, 'onnx', 'model.onnx'), Buffer.alloc(64));
+      fs.copyFileSync(path.join(gpt2, 'config.json'), path.join(pickleOnly, 'config.json'));
+      fs.writeFileSync(path.join(pickleOnly, 'pytorch_model.bin'), Buffer.alloc(64));
+      const noteSaysDone = () => /^(loaded|not loaded)/.test(document.getElementById('model-note').textContent);
+      await page.evaluate(() => { attnlab.set({ model: 'tutorial' }); document.getElementById('model-note').textContent = ''; });
+      await page.setInputFiles('#model-folder', full);
+      await page.waitForFunction(noteSaysDone, null, { timeout: 10000 });
+      const picked = await page.evaluate(() => ({ note: document.getElementById('model-note').textContent, state: attnlab.state() }));
+      check(picked.state.settings.model === 'loaded' && picked.state.error === '' && /^loaded /.test(picked.note) &&
+            picked.note === 'loaded ' + picked.state.loaded_model && !/README|onnx|pytorch_model/.test(picked.note),
+            'Model folder… loads a GPT-2 folder, reading only its checkpoint files: ' + picked.note);
+      await page.evaluate(() => { document.getElementById('model-note').textContent = ''; });
+      await page.setInputFiles('#model-folder', pickleOnly);
+      await page.waitForFunction(noteSaysDone, null, { timeout: 10000 });
+      const refusedFolder = await page.evaluate(() => ({ note: document.getElementById('model-note').textContent, state: attnlab.state() }));
+      check(/convert it to model\.safetensors/.test(refusedFolder.note) && refusedFolder.state.loaded_model === picked.state.loaded_model,
+            'a folder with only a pickle is a message, the loaded model stays: ' + refusedFolder.note);
+    } finally {
+      fs.rmSync(folders, { recursive: true, force: true });
+    }
     await checkIdle(page, 'checkpoint');
 
     // 8. Errors are messages, not crashes.

@@ -95,7 +95,11 @@ async function checkRobustness(page, check, model, expectTutorial) {
     await page.evaluate(() => { document.getElementById('model-note').textContent = ''; });
     await page.setInputFiles('#model-files', randomFiles(r, good).map((f) => ({
       name: f.name, mimeType: 'application/octet-stream', buffer: Buffer.from(f.bytes) })));
-    const note = await page.waitForFunction(() => document.getElementById('model-note').textContent, null, { timeout: 10000 })
+    // The note says how far the reading has got, then loaded or why not.
+    const note = await page.waitForFunction(() => {
+      const t = document.getElementById('model-note').textContent;
+      return /^(loaded|not loaded)/.test(t) && t;
+    }, null, { timeout: 10000 })
       .then((h) => h.jsonValue(), () => '');
     if (!/^(loaded|not loaded: .+)/.test(note)) quiet++;
   }

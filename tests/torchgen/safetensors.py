@@ -148,6 +148,9 @@ def _malformed_safetensors():
         "offsets_reversed": (_entry(data_offsets=[8, 0]), ["tensor 'w'", "begin is past end"]),
         "byte_size_mismatch": (_entry(shape=[2, 3]), ["tensor 'w'", "byte size 24", "differs from data_offsets"]),
         "byte_size_overflow": (_entry(shape=[2**62, 8]), ["tensor 'w'", "overflows 64 bits"]),
+        # Empty, but the strides before the zero (2**80 elements) overflow: found by fuzz_npy.
+        "strides_overflow": (_entry(shape=[0, 2**40, 2**40], data_offsets=[0, 0], data=b""),
+                             ["tensor 'w'", "too large to index"]),
         "out_of_bounds": (_entry(data=b"\0" * 4), ["tensor 'w'", "out of bounds"]),
         # Claims a 1 TB tensor in a tiny file: refused by the bounds check, before any allocation.
         "out_of_bounds_1tb": (_entry(shape=[250_000_000_000], data_offsets=[0, 10**12]), ["tensor 'w'", "out of bounds"]),
@@ -178,6 +181,7 @@ def _npy_bytes(array):
 def _malformed_npy():
     good = _npy_bytes(np.ones(4, "<f4"))
     no_shape = "{'descr': '<f4', 'fortran_order': False, }"
+    huge = "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 1099511627776, 1099511627776), }"
     return {
         "bad_fortran.npy": (_npy_bytes(np.asfortranarray(np.ones((2, 3), "<f4"))), ["fortran_order is True"]),
         "bad_int32.npy": (_npy_bytes(np.arange(3, dtype="<i4")), ["dtype '<i4' is not supported"]),
@@ -189,6 +193,9 @@ def _malformed_npy():
         "bad_header_length.npy": (good[:8] + b"\xff\xff" + good[10:], ["truncated header"]),
         "bad_no_shape.npy": (b"\x93NUMPY\x01\x00" + struct.pack("<H", len(no_shape)) + no_shape.encode(),
                              ["malformed header", "are all required"]),
+        # Empty, but the strides before the zero overflow (numpy refuses to make it; found by fuzz_npy).
+        "bad_strides_overflow.npy": (b"\x93NUMPY\x01\x00" + struct.pack("<H", len(huge)) + huge.encode(),
+                                     ["too large to index"]),
     }
 
 
