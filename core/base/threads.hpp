@@ -1,5 +1,5 @@
 // A small pool of worker threads for the kernels. Work is split into items that each thread computes
-// whole, so results never depend on the number of threads. Single-threaded in WebAssembly without pthreads.
+// whole, so results never depend on the number of threads. Single-threaded in WebAssembly.
 #pragma once
 #include <cstddef>
 #include <functional>
@@ -26,10 +26,8 @@ class ThreadPool {
 
 size_t hardware_threads();
 
-// Whether std::thread can start a thread here: everywhere but a WebAssembly build without pthreads
-// (with them, the pool's threads are Web Workers).
+// Whether std::thread can start a thread here: everywhere but a WebAssembly build without pthreads.
 #if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
-#define ATTN_SINGLE_THREADED 1
 inline constexpr bool threads_available = false;
 #else
 inline constexpr bool threads_available = true;
