@@ -262,7 +262,7 @@
         await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve)));  // shown before the engine runs
         const error = loadFiles(chosen);
         // The model's name lists the files it was read from (not a folder's README or pickle).
-        show(error ? 'not loaded: ' + error : 'loaded ' + window.attnlab.stats().loaded_model);
+        show(error ? 'not loaded: ' + error : 'loaded ' + window.attnlab.state().loaded_model);
       });
     }
     const dataPicker = document.getElementById('train-data');

@@ -161,15 +161,15 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
     if (__builtin_mul_overflow(bytes, dim, &bytes))
       fail(path, entry(name) + "shape " + value.at("shape").dump() +
                      " is too large: its byte size overflows 64 bits");
-  if (!strides_fit(e.shape))
-    fail(path, entry(name) + "shape " + value.at("shape").dump() + " is too large to index: the product of its " +
-                   "non-zero dimensions overflows");
   if (bytes != e.end - e.begin)
     fail(path, entry(name) + "byte size " + std::to_string(bytes) + " of shape " + value.at("shape").dump() +
                    " " + e.dtype->name + " differs from data_offsets " + offsets.dump());
   if (e.end > data_size)
     fail(path, entry(name) + "data_offsets " + offsets.dump() + " are out of bounds: the data buffer has " +
                    std::to_string(data_size) + " bytes");
+  if (!strides_fit(e.shape))
+    fail(path, entry(name) + "shape " + value.at("shape").dump() + " is too large to index: the product of its " +
+                   "non-zero dimensions overflows");
   return e;
 }
 

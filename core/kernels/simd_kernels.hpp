@@ -345,7 +345,9 @@ struct Kernels {
   // Floating-point operations per second of independent FMA chains, enough of them to cover the
   // latency of every FMA unit: the peak the benchmark reports fractions of.
   static double fma_peak(size_t iterations) {
-    constexpr size_t chains = 16;
+    // Enough independent chains to cover the FMA latency on two ports, and few enough to stay in
+    // registers with x and y: 16 accumulators spill with 16 ymm registers (AVX2 read half the peak).
+    constexpr size_t chains = L == 16 ? 16 : 12;
     batch acc[chains];
     for (size_t i = 0; i < chains; ++i) acc[i] = batch(float(i));
     volatile float opaque_x = 0.999999f, opaque_y = 1e-7f;  // not constants the compiler could fold

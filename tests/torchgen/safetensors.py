@@ -181,7 +181,8 @@ def _npy_bytes(array):
 def _malformed_npy():
     good = _npy_bytes(np.ones(4, "<f4"))
     no_shape = "{'descr': '<f4', 'fortran_order': False, }"
-    huge = "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 1099511627776, 1099511627776), }"
+    # Each dimension fits 32 bits (WebAssembly's size_t), their product fits neither 32 nor 64.
+    huge = "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4000000000, 4000000000, 4000000000), }"
     return {
         "bad_fortran.npy": (_npy_bytes(np.asfortranarray(np.ones((2, 3), "<f4"))), ["fortran_order is True"]),
         "bad_int32.npy": (_npy_bytes(np.arange(3, dtype="<i4")), ["dtype '<i4' is not supported"]),
