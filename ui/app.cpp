@@ -572,7 +572,7 @@ void App::draw_model_files() {
         try {
           start_loading(sort_model_files({model_paths_[0]}));
         } catch (const InputError& e) {
-          status_ = std::string("could not load the model: ") + e.what();
+          use_model({nullptr, e.what()});  // a folder without a checkpoint's files
         }
       }
     }
