@@ -19,6 +19,9 @@
 #include "core/kernels/fast_kernels.hpp"
 #include "core/base/memory.hpp"
 #include "core/base/threads.hpp"
+#include "core/io/npy.hpp"
+#include "core/io/safetensors.hpp"
+#include "core/batch/batch.hpp"
 #include "core/train/train.hpp"
 #include "core/model/tutorial.hpp"
 #include "native/cli.hpp"
@@ -175,23 +178,41 @@ void bench_mha(Context& c) {
   }
 }
 
+// A stack of the tutorial's encoder layers (no embedding, no final norm) on random input: at the tutorial
+// classifier's size and at a BERT-base-like width. --dump writes each one's weights, input and output.
 void bench_encoder(Context& c) {
-  TransformerConfig config;
-  config.vocab_size = 0, config.classifier_head = false, config.final_norm = false;
-  config.d_model = 512, config.num_heads = 8, config.num_layers = c.options.quick ? 1 : 6, config.d_ff = 2048;
-  config.dropout = 0.0;
-  TorchGenerator gen(0);
-  const TransformerModel model = init_encoder(config, gen);
-  DeviceModel device(c.backend, model);
-  const size_t B = c.options.quick ? 2 : 8, S = c.options.quick ? 64 : 128;
-  Tensor x = Tensor::from_shape({B, S, config.d_model});
-  const auto values = random_floats(x.size(), 5);
-  std::copy(values.begin(), values.end(), x.begin());
-  const Timing t = measure([&] { device.encode(x, nullptr, false); }, c.budget);
-  const double rows = double(B * S), d = 512, ff = 2048;
-  const double flops = double(config.num_layers) * (rows * (8 * d * d + 4 * d * ff) + 4.0 * rows * double(S) * d);
-  c.report("encoder", {{"batch", B}, {"seq", S}, {"d_model", 512}, {"heads", 8}, {"layers", config.num_layers}, {"d_ff", 2048}},
-           t, flops, {{"tokens_per_s", rows / median(t.seconds)}});
+  struct Size {
+    size_t d, heads, layers, d_ff, batch, seq;
+  };
+  const std::vector<Size> sizes = c.options.quick ? std::vector<Size>{{512, 8, 1, 2048, 2, 64}}
+                                                  : std::vector<Size>{{128, 8, 4, 512, 32, 16}, {512, 8, 6, 2048, 8, 128}};
+  for (const Size& z : sizes) {
+    TransformerConfig config;
+    config.vocab_size = 0, config.classifier_head = false, config.final_norm = false;
+    config.d_model = z.d, config.num_heads = z.heads, config.num_layers = z.layers, config.d_ff = z.d_ff;
+    config.dropout = 0.0;
+    TorchGenerator gen(0);
+    const TransformerModel model = init_encoder(config, gen);
+    DeviceModel device(c.backend, model);
+    Tensor x = Tensor::from_shape({z.batch, z.seq, z.d});
+    const auto values = random_floats(x.size(), 5);
+    std::copy(values.begin(), values.end(), x.begin());
+    const Tensor y = device.encode(x, nullptr, false);
+    batch::Fnv1a output;  // the output's bytes: the same on any number of threads
+    output.update(y.data(), y.size() * sizeof(float));
+    if (!c.options.dump.empty()) {
+      const std::string stem = c.options.dump + "/encoder_d" + std::to_string(z.d);
+      write_safetensors(stem + ".safetensors", state_dict(model));
+      write_npy(stem + "_input.npy", x);
+      write_npy(stem + "_output.npy", y);
+    }
+    const Timing t = measure([&] { device.encode(x, nullptr, false); }, c.budget);
+    const double rows = double(z.batch * z.seq), d = double(z.d), ff = double(z.d_ff);
+    const double flops = double(z.layers) * (rows * (8 * d * d + 4 * d * ff) + 4.0 * rows * double(z.seq) * d);
+    c.report("encoder", {{"batch", z.batch}, {"seq", z.seq}, {"d_model", z.d}, {"heads", z.heads}, {"layers", z.layers},
+                         {"d_ff", z.d_ff}},
+             t, flops, {{"tokens_per_s", rows / median(t.seconds)}, {"output_fnv1a64", output.hex()}});
+  }
 }
 
 void bench_gemm(Context& c) {
@@ -247,10 +268,18 @@ void bench_train(Context& c) {
       settings.steps = size_t(1) << 30, settings.batch_size = z.batch, settings.shuffle = false;
       settings.rounding = rounding, settings.threads = c.threads;
       train::Trainer trainer(std::move(model), items, settings, gen);
-      const Timing t = measure([&] { trainer.step(); }, c.budget);
+      batch::Fnv1a losses;  // the first four steps' losses (measure takes at least four): the same on any threads
+      size_t steps = 0;
+      const Timing t = measure(
+          [&] {
+            const float loss = trainer.step().loss;
+            if (steps++ < 4) losses.update(&loss, sizeof loss);
+          },
+          c.budget);
       c.report("train", {{"batch", z.batch}, {"seq", z.seq}, {"d_model", z.d}, {"heads", z.heads}, {"layers", z.layers},
                          {"vocab", z.vocab}, {"path", rounding == Rounding::exact ? "exact" : "fast"}},
-               t, flops, {{"steps_per_s", 1 / median(t.seconds)}, {"fraction_of_peak", flops / median(t.seconds) / peak}});
+               t, flops, {{"steps_per_s", 1 / median(t.seconds)}, {"fraction_of_peak", flops / median(t.seconds) / peak},
+                   {"losses_fnv1a64", losses.hex()}});
     }
   }
 }
@@ -347,6 +376,9 @@ void add_bench_options(CLI::App& cmd, BenchOptions& o) {
   cmd.add_option("--torch-python", o.torch_python, "the Python with PyTorch (default /usr/bin/python3)");
   cmd.add_flag("--quick", o.quick, "small sizes only (a smoke test)");
   cmd.add_flag("--json", o.json, "print the results as JSON");
+  cmd.add_option("--dump", o.dump,
+                 "write each encoder size's weights (DIR/encoder_dD.safetensors), input and output (_input.npy, "
+                 "_output.npy) into the folder DIR, for another engine to run (tests/ort)");
 }
 
 void add_bench_command(CLI::App& app, BenchOptions& o) {

@@ -11,8 +11,8 @@
 namespace attn::cli {
 
 struct BenchOptions {
-  std::vector<std::string> cases;  // tutorial, sdpa, mha, encoder, gemm; empty = all
-  std::string threads, isa, backend = "cpu", torch_python = "/usr/bin/python3";
+  std::vector<std::string> cases;  // tutorial, sdpa, mha, encoder, gemm, train; empty = all
+  std::string threads, isa, backend = "cpu", torch_python = "/usr/bin/python3", dump;
   bool json = false, quick = false, torch = false;
 };
 void add_bench_options(CLI::App& cmd, BenchOptions& o);

@@ -31,11 +31,12 @@ run_suite native build -DCMAKE_BUILD_TYPE=Release
 # -O1 -g1 (line tables): sanitizer reports keep their lines, and the build takes half the time of -O2 -g.
 run_suite sanitizers build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
   -DATTN_SANITIZE=ON -DATTN_WITH_CUDA=OFF  # CUDA: built once, above
-# The threaded playground (pthreads) for the browser test's cross-origin isolated page.
-echo "== webassembly with threads: build the playground (build-web-mt)"
+# The threaded playground (pthreads) for the browser test's cross-origin isolated page, and its
+# attn-bench.js for wasm.threads.
+echo "== webassembly with threads: build the playground and attn-bench.js (build-web-mt)"
 cmake -S . -B build-web-mt -DCMAKE_TOOLCHAIN_FILE=emscripten.cmake -DCMAKE_BUILD_TYPE=Release -DATTN_WEB_THREADS=ON \
   -DATTN_BUILD_TESTS=OFF > build-web-mt.configure.log 2>&1 || { cat build-web-mt.configure.log; exit 1; }
-cmake --build build-web-mt -j "$jobs" --target attn_playground
+cmake --build build-web-mt -j "$jobs" --target attn_playground attn-bench
 run_suite webassembly build-web -DCMAKE_TOOLCHAIN_FILE=emscripten.cmake -DCMAKE_BUILD_TYPE=Release
 echo "== fuzz: every target for ${ATTN_FUZZ_SECONDS:=16} s on libFuzzer under ASan + UBSan (scripts/fuzz.sh)"
 if "$root/scripts/fuzz.sh" "$ATTN_FUZZ_SECONDS"; then :; else failed=$((failed + 1)); fi

@@ -34,7 +34,7 @@ def read_f32_safetensors(path):
     (length,) = struct.unpack("<Q", data[:8])
     assert length % 8 == 0, f"header length {length} is not a multiple of 8"
     header = json.loads(data[8:8 + length].decode("utf-8"))
-    assert header.pop("__metadata__") == {"format": "pt"}
+    assert header.pop("__metadata__", None) in (None, {"format": "pt"})
     body, tensors, offset = data[8 + length:], {}, 0
     for name, entry in sorted(header.items(), key=lambda item: item[1]["data_offsets"]):
         begin, end = entry["data_offsets"]

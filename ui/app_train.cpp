@@ -338,7 +338,7 @@ void App::draw_train_controls() {
   ImGui::Text(tr(Str::step_of), s.step, s.steps);
   if (s.step) {
     ImGui::SameLine();
-    ImGui::TextColored(dim_color, tr(Str::train_rate), s.steps_per_s, double(s.loss),
+    ImGui::TextColored(dim_color, tr(Str::train_rate), s.threads, s.steps_per_s, double(s.loss),
                        100 * s.accuracy);
     if (s.val_accuracy) {
       ImGui::SameLine();

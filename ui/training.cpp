@@ -116,6 +116,7 @@ cli::TrainOptions training_options(const Json& settings) {
   if (!settings.is_object()) throw InputError("training settings must be a JSON object");
   cli::TrainOptions o;
   o.model.mask = "";  // the task's mask, else padding (as attn train)
+  if (threads_available) o.threads = "auto";  // every core: the bytes are the same on any number
   for (const auto& [key, value] : settings.items()) {
     bool known = false;
     for (const StringKey& k : string_keys)
@@ -166,7 +167,7 @@ Json status_json(const TrainingStatus& s) {
   return {{"step", s.step}, {"steps", s.steps}, {"running", s.running}, {"loss", s.step ? Json(s.loss) : Json()},
           {"accuracy", s.step ? Json(s.accuracy) : Json()}, {"val_loss", s.val_loss ? Json(*s.val_loss) : Json()},
           {"val_accuracy", s.val_accuracy ? Json(*s.val_accuracy) : Json()}, {"steps_per_s", s.steps_per_s},
-          {"error", s.error}};
+          {"threads", s.threads},           {"error", s.error}};
 }
 
 // --- the run ---
@@ -232,6 +233,7 @@ void Training::configure(const Json& settings) {
     published_.snapshots = {first};
     published_.live = first;
     published_.status.steps = r.settings.steps;
+    published_.status.threads = r.trainer->threads();
     published_.generation = ++generation_;
   }
   run_ = std::move(run);

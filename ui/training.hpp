@@ -57,14 +57,14 @@ struct ReplayItem {
 };
 
 struct TrainingStatus {
-  size_t step = 0, steps = 0;
+  size_t step = 0, steps = 0, threads = 1;
   bool running = false;
   float loss = 0;
   double accuracy = 0, steps_per_s = 0;
   std::optional<double> val_loss, val_accuracy;
   std::string error;  // why the run stopped early (a loss that is not finite), else ""
 };
-// {step, steps, running, loss, accuracy, val_loss, val_accuracy, steps_per_s, error}; nulls before any.
+// {step, steps, running, loss, accuracy, val_loss, val_accuracy, steps_per_s, threads, error}; nulls before any.
 Json status_json(const TrainingStatus& s);
 
 class Training {

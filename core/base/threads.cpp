@@ -7,21 +7,22 @@
 #include <mutex>
 #include <thread>
 #include <vector>
-#if !defined(__EMSCRIPTEN__)
+#include <system_error>
+#if !defined(__EMSCRIPTEN__) || defined(__EMSCRIPTEN_PTHREADS__)
 #include <condition_variable>
 #endif
 
 namespace attn {
 
 size_t hardware_threads() {
-#if defined(__EMSCRIPTEN__)
+#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
   return 1;
 #else
   return std::max(1u, std::thread::hardware_concurrency());
 #endif
 }
 
-#if defined(__EMSCRIPTEN__)
+#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
 struct ThreadPool::State {};
 ThreadPool::ThreadPool(size_t) : size_(1) {}
 ThreadPool::~ThreadPool() = default;
@@ -89,8 +90,14 @@ struct ThreadPool::State {
   }
 };
 
+// A thread that cannot start leaves the pool smaller: on a web page every thread is a Web Worker started
+// in advance (PTHREAD_POOL_SIZE), and asking for one more fails rather than waiting for the page.
 ThreadPool::ThreadPool(size_t threads) : size_(threads ? threads : hardware_threads()), state_(new State) {
-  for (size_t i = 1; i < size_; ++i) state_->workers.emplace_back([s = state_.get()] { s->worker_loop(); });
+  try {
+    for (size_t i = 1; i < size_; ++i) state_->workers.emplace_back([s = state_.get()] { s->worker_loop(); });
+  } catch (const std::system_error&) {
+    size_ = state_->workers.size() + 1;
+  }
 }
 
 ThreadPool::~ThreadPool() {

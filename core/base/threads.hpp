@@ -1,5 +1,6 @@
 // A small pool of worker threads for the kernels. Work is split into items that each thread computes
-// whole, so results never depend on the number of threads. Single-threaded in WebAssembly.
+// whole, so results never depend on the number of threads. In WebAssembly the threads are Web Workers (a
+// pthreads build); without pthreads the pool is the calling thread alone.
 #pragma once
 #include <cstddef>
 #include <functional>
@@ -9,7 +10,7 @@ namespace attn {
 
 class ThreadPool {
  public:
-  explicit ThreadPool(size_t threads);  // 0 = every core
+  explicit ThreadPool(size_t threads);  // 0 = every core; fewer when threads cannot start (size())
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;

@@ -75,6 +75,8 @@ class Trainer {
   // The last step's gradients as the optimizer took them (clipped when clipping), as p.grad holds them.
   const TransformerModel& gradients() const { return grads_; }
   const TrainSettings& settings() const { return settings_; }
+  // The threads the products run on: settings().threads, or fewer where no more could start.
+  size_t threads() const { return pool_ ? pool_->size() : 1; }
   // evaluate() of the current model on `items`, with the run's mask, batch size, rounding and threads.
   EvalRecord evaluate(const std::vector<LabelledItem>& items) const;
 

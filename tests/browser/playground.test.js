@@ -253,6 +253,19 @@ async function checkThreaded(browser, errors) {
     const cli = cliTrainingLog(['--task', 'places', '--steps', '40', '--eval-every', '10']);
     check(cli !== null && JSON.stringify(played) === JSON.stringify(cli),
           `Play on the Web Worker gives attn train --log's records bit for bit (${played.length} records)`);
+    // Products big enough to be split over the pool's Web Workers, stepped from the page's own thread; the
+    // CLI runs on one thread.
+    const wide = await page.evaluate(async () => {
+      attnlab.train({ task: 'duplicate', d_model: 64, batch_size: 64, steps: 6, eval_every: 3 });
+      const records = await attnlab.trainSteps(6);
+      return { records, threads: attnlab.state().training.threads, cores: navigator.hardwareConcurrency };
+    });
+    const wideCli = cliTrainingLog(['--task', 'duplicate', '--d-model', '64', '--batch-size', '64', '--steps', '6',
+                                    '--eval-every', '3']);
+    check(wide.threads > 1 && wide.threads <= wide.cores,
+          `training runs on the page's cores (${wide.threads} threads, ${wide.cores} cores)`);
+    check(wideCli !== null && JSON.stringify(wide.records) === JSON.stringify(wideCli),
+          `on ${wide.threads} threads, attn train --threads 1's records bit for bit (${wide.records.length} records)`);
     const timing = await page.evaluate(async () => {
       attnlab.train({ task: 'duplicate' });
       attnlab.trainControl('play');
