@@ -7,15 +7,10 @@
 # The weights and input are attn bench's (--dump), exported to ONNX by Debian's PyTorch
 # (tests/ort/export_onnx.py). Results go to stdout; scripts/bench.sh keeps them in its report.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
-"$root/scripts/deps.sh"
+source "$(dirname "$0")/common.sh"
 "$root/scripts/deps-gui.sh"  # Chromium and playwright-core
 [ -d tests/ort/node_modules/onnxruntime-web ] || (cd tests/ort && npm ci --no-audit --no-fund --loglevel=error)
-export NODE_PATH=/usr/share/nodejs  # Debian's Emscripten needs it on every call
-cmake -S . -B build-web-mt -DCMAKE_TOOLCHAIN_FILE=emscripten.cmake -DCMAKE_BUILD_TYPE=Release -DATTN_WEB_THREADS=ON \
-  -DATTN_BUILD_TESTS=OFF > /dev/null
-cmake --build build-web-mt -j "$(nproc)" --target attn-bench attn-bench-web > /dev/null
+build_web_threads attn-bench attn-bench-web
 data=build-web-mt/ort
 rm -rf "$data" && mkdir -p "$data"
 echo "== attn bench encoder --dump $data, then its ONNX export"

@@ -1,15 +1,39 @@
 #!/usr/bin/python3
-"""Writes docs/bench-report.md from the JSON files of one scripts/bench.sh run, and puts its summary into
-README.md between the markers <!-- bench:start --> and <!-- bench:end -->.
+"""The two ends of scripts/bench.sh.
 
-Usage: bench_report.py RUN_DIR REPORT README
+    bench_report.py machine RUN_DIR               # RUN_DIR/machine.json: CPU, memory, date, commit, versions
+    bench_report.py report RUN_DIR REPORT README  # REPORT, and README's summary between its markers
+
 RUN_DIR holds machine.json, native-1.json and native-N.json (attn bench --torch --json), wasm-1.json and
 wasm-N.json (node attn-bench.js --json, the threaded build), and ort.json (tests/ort/bench.js --json),
-each optional but native-1.json."""
+each optional but machine.json and native-1.json. The summary goes into README.md between the markers
+<!-- bench:start --> and <!-- bench:end -->."""
 import json
+import os
 import pathlib
 import re
+import subprocess
 import sys
+import time
+
+
+def command_output(*cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def machine(run_dir):
+    with open("/proc/cpuinfo") as f:
+        cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown")
+    emcc = re.search(r"\d+\.\d+\.\d+", command_output("emcc", "--version"))
+    info = {"cpu": cpu, "cores": os.cpu_count(),
+            "memory": f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB",
+            "date": time.strftime("%Y-%m-%d"), "commit": command_output("git", "describe", "--always", "--dirty"),
+            "emscripten": emcc.group(0) if emcc else "unknown", "node": command_output("node", "--version"),
+            "chromium": command_output("/usr/bin/chromium", "--version").split(" built")[0]}
+    (pathlib.Path(run_dir) / "machine.json").write_text(json.dumps(info))
 
 
 def params_text(p):
@@ -66,15 +90,15 @@ def ort_table(rows):
     return lines
 
 
-def main(run_dir, report_path, readme_path):
+def report(run_dir, report_path, readme_path):
     run = pathlib.Path(run_dir)
     load = lambda name: json.loads((run / name).read_text()) if (run / name).exists() else None
-    machine = load("machine.json")
+    machine_info = load("machine.json")
     native = [d for d in (load("native-1.json"), load("native-N.json")) if d]
     wasm_one, wasm_many, ort = load("wasm-1.json"), load("wasm-N.json"), load("ort.json")
-    head = [f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['memory']}; {machine['date']}, "
-            f"commit {machine['commit']}. PyTorch's BLAS: {machine['blas']}. Emscripten {machine['emscripten']}, "
-            f"node {machine['node']}, Chromium {machine['chromium']}.", ""]
+    head = [f"Machine: {machine_info['cpu']}, {machine_info['cores']} cores, {machine_info['memory']}; "
+            f"{machine_info['date']}, commit {machine_info['commit']}. PyTorch {native[0].get('torch', 'not run')}; Emscripten "
+            f"{machine_info['emscripten']}, node {machine_info['node']}, {machine_info['chromium']}.", ""]
     out = ["# Benchmark report", "",
            "Written by `scripts/bench.sh` (every figure below comes from its latest run; rerun it to replace them). "
            "Ratios are the peer's time / attnlab's: above 1, attnlab is faster. docs/speed.md explains the cases "
@@ -92,8 +116,8 @@ def main(run_dir, report_path, readme_path):
                "| case | size | threads | ratio |", "|---|---|---|---|"]
     for doc in native:
         for r in doc["results"]:
-            if "speedup" in r and r["case"] in ("encoder", "train", "sdpa") and (r["case"] != "sdpa" or
-                                                                                r["params"]["seq"] == 4096):
+            if "speedup" in r and r["case"] in ("encoder", "train", "sdpa") and \
+                    (r["case"] != "sdpa" or r["params"]["seq"] == 4096) and r["params"].get("path") != "exact":
                 summary.append(f"| {r['case']} against PyTorch | {params_text(r['params'])} | {doc['threads']} | "
                                f"{r['speedup']:.2f}× |")
     for r in ort or []:
@@ -107,6 +131,9 @@ def main(run_dir, report_path, readme_path):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4:
+    if sys.argv[1:2] == ["machine"] and len(sys.argv) == 3:
+        machine(sys.argv[2])
+    elif sys.argv[1:2] == ["report"] and len(sys.argv) == 5:
+        report(*sys.argv[2:])
+    else:
         sys.exit(__doc__)
-    main(*sys.argv[1:])

@@ -167,7 +167,7 @@ Json status_json(const TrainingStatus& s) {
   return {{"step", s.step}, {"steps", s.steps}, {"running", s.running}, {"loss", s.step ? Json(s.loss) : Json()},
           {"accuracy", s.step ? Json(s.accuracy) : Json()}, {"val_loss", s.val_loss ? Json(*s.val_loss) : Json()},
           {"val_accuracy", s.val_accuracy ? Json(*s.val_accuracy) : Json()}, {"steps_per_s", s.steps_per_s},
-          {"threads", s.threads},           {"error", s.error}};
+          {"threads", s.threads}, {"error", s.error}};
 }
 
 // --- the run ---
