@@ -9,19 +9,24 @@ if(TARGET attn_backends)
   target_compile_definitions(attn_bench PRIVATE ATTN_HAVE_BACKENDS)
 endif()
 if(EMSCRIPTEN)
-  add_executable(attn-bench "${CMAKE_CURRENT_LIST_DIR}/bench_main.cpp")
-  target_link_libraries(attn-bench PRIVATE attn_bench)
-  attn_target_defaults(attn-bench)
-  target_link_options(attn-bench PRIVATE -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB -sEXIT_RUNTIME=1 -sNODERAWFS=1
-                                         -sWASM_ASYNC_COMPILATION=0)
+  # attn-bench.js for node; in the threaded build also attn-bench-web.js, the same cases in a web page
+  # (tests/ort/bench.html: AttnBench({arguments, print, onExit})).
+  set(bench_targets attn-bench)
   if(ATTN_WEB_THREADS)
-    # main() on a Web Worker: node's own thread stays free to start the pool's workers.
-    target_link_options(attn-bench PRIVATE -sPROXY_TO_PTHREAD=1)
-    # The same cases in a web page (tests/ort/bench.html): AttnBench({arguments, print, onExit}).
-    add_executable(attn-bench-web "${CMAKE_CURRENT_LIST_DIR}/bench_main.cpp")
-    target_link_libraries(attn-bench-web PRIVATE attn_bench)
-    attn_target_defaults(attn-bench-web)
-    target_link_options(attn-bench-web PRIVATE -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB -sEXIT_RUNTIME=1
-                        -sPROXY_TO_PTHREAD=1 -sENVIRONMENT=web,worker -sMODULARIZE=1 -sEXPORT_NAME=AttnBench)
+    list(APPEND bench_targets attn-bench-web)
+  endif()
+  foreach(target ${bench_targets})
+    add_executable(${target} "${CMAKE_CURRENT_LIST_DIR}/bench_main.cpp")
+    target_link_libraries(${target} PRIVATE attn_bench)
+    attn_target_defaults(${target})
+    target_link_options(${target} PRIVATE -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB -sEXIT_RUNTIME=1)
+    if(ATTN_WEB_THREADS)
+      # main() on a Web Worker: the page's or node's own thread stays free to start the pool's workers.
+      target_link_options(${target} PRIVATE -sPROXY_TO_PTHREAD=1)
+    endif()
+  endforeach()
+  target_link_options(attn-bench PRIVATE -sNODERAWFS=1 -sWASM_ASYNC_COMPILATION=0)
+  if(ATTN_WEB_THREADS)
+    target_link_options(attn-bench-web PRIVATE -sENVIRONMENT=web,worker -sMODULARIZE=1 -sEXPORT_NAME=AttnBench)
   endif()
 endif()

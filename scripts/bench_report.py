@@ -46,9 +46,8 @@ def ms(seconds):
 
 def native_table(doc):
     peak = next((r["gflops"] for r in doc["results"] if r["case"] == "fma_peak"), None)
-    lines = [f"Kernels {doc['isa']}, {doc['threads']} thread(s); PyTorch {doc.get('torch', 'not run')}; "
-             f"FMA peak {peak:.1f} GFLOP/s." if peak else
-             f"Kernels {doc['isa']}, {doc['threads']} thread(s); PyTorch {doc.get('torch', 'not run')}.", "",
+    lines = [f"Kernels {doc['isa']}, {doc['threads']} thread(s); PyTorch {doc.get('torch', 'not run')}"
+             + (f"; FMA peak {peak:.1f} GFLOP/s." if peak else "."), "",
              "| case | size | attn ms | PyTorch ms | ratio | GFLOP/s | attn MB / PyTorch MB |",
              "|---|---|---|---|---|---|---|"]
     for r in doc["results"]:

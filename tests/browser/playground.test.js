@@ -14,11 +14,11 @@
 // heatmap of any view overlaps another or is cut off.
 'use strict';
 const fs = require('fs');
-const http = require('http');
 const path = require('path');
 const zlib = require('zlib');
 const { chromium } = require('playwright-core');
 const { checkRobustness } = require('./robustness');
+const { serveFiles, inside, isolation } = require('./static_server');
 
 const site = path.resolve(process.argv[2] || 'build-web/web/site');
 const outDir = process.argv[3] ? path.resolve(process.argv[3]) : null;
@@ -36,19 +36,10 @@ function check(ok, what) {
 // `threaded`: the pthreads build, served under /mt/ with the cross-origin isolation headers on every
 // response (as scripts/serve.py does).
 function serve(dir, threaded = null) {
-  const types = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.wasm': 'application/wasm',
-                  '.ttf': 'font/ttf' };
-  const server = http.createServer((req, res) => {
-    let name = decodeURIComponent(new URL(req.url, 'http://x').pathname).replace(/^\/+/, '');
-    let root = dir;
-    if (threaded && (name === 'mt' || name.startsWith('mt/'))) { root = threaded; name = name.slice(3); }
-    const file = path.join(root, path.normalize(name || 'index.html'));
-    const headers = threaded ? { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } : {};
-    if (!file.startsWith(root) || !fs.existsSync(file)) { res.writeHead(404, headers); res.end(); return; }
-    res.writeHead(200, Object.assign({ 'Content-Type': types[path.extname(file)] || 'application/octet-stream' }, headers));
-    res.end(req.method === 'HEAD' ? undefined : fs.readFileSync(file));
-  });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+  return serveFiles((name) => {
+    const mt = threaded && (name === 'mt' || name.startsWith('mt/'));
+    return inside(mt ? threaded : dir, (mt ? name.slice(3) : name) || 'index.html');
+  }, threaded ? isolation : {});
 }
 
 // Minimal PNG decoder (8-bit RGB/RGBA, non-interlaced): what Chromium's screenshots are.

@@ -12,10 +12,10 @@
 'use strict';
 const { execFileSync } = require('child_process');
 const fs = require('fs');
-const http = require('http');
 const os = require('os');
 const path = require('path');
 const { parseNpy, runOrt } = require('./common');
+const { serveFiles, inside, isolation } = require('../browser/static_server');
 
 const tolerance = 1e-4;
 const readNpy = (file) => parseNpy(fs.readFileSync(file), file);
@@ -42,24 +42,13 @@ function ortUnderNode(stem, threads) {
 
 // --- Chromium ---
 
+// bench.html and common.js, onnxruntime-web's files under ort/, the build's under attn/, DIR's under data/.
 function serve(dir, build) {
   const roots = { ort: path.join(__dirname, 'node_modules', 'onnxruntime-web', 'dist'), attn: build, data: dir };
-  const types = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.mjs': 'text/javascript',
-                  '.wasm': 'application/wasm' };
-  const server = http.createServer((req, res) => {
-    const name = decodeURIComponent(new URL(req.url, 'http://x').pathname).replace(/^\/+/, '');
+  return serveFiles((name) => {
     const [top, ...rest] = name.split('/');
-    const root = roots[top] || __dirname;
-    const file = path.join(root, path.normalize(roots[top] ? rest.join('/') : name));
-    const headers = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' };
-    if (!file.startsWith(root) || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
-      res.writeHead(404, headers);
-      return res.end();
-    }
-    res.writeHead(200, Object.assign({ 'Content-Type': types[path.extname(file)] || 'application/octet-stream' }, headers));
-    res.end(fs.readFileSync(file));
-  });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+    return roots[top] ? inside(roots[top], rest.join('/')) : inside(__dirname, name);
+  }, isolation);
 }
 
 async function inPage(browser, url, fn, arg) {
