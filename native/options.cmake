@@ -6,3 +6,4 @@ add_library(attn_options STATIC "${CMAKE_CURRENT_LIST_DIR}/cli.cpp" "${CMAKE_CUR
                                 "${CMAKE_CURRENT_LIST_DIR}/train_setup.cpp")
 target_link_libraries(attn_options PUBLIC attn_core)
 attn_target_defaults(attn_options)
+attn_precompile_headers(attn_options <CLI/CLI.hpp>)

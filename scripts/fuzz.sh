@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds every fuzz target (tests/fuzz) with clang on libFuzzer under AddressSanitizer + UBSan in
-# build-fuzz, then runs each (or each TARGET named after SECONDS) for SECONDS (default 600). Invariants: no crash, no sanitizer report, no
+# build-fuzz, then runs each (or each TARGET named after SECONDS) for SECONDS (default 600), as many at
+# once as there are cores. Invariants: no crash, no sanitizer report, no
 # input over 1 s (-timeout=1), at most 2048 MB resident (-rss_limit_mb), every refusal an InputError.
 # New inputs go to build-fuzz/corpus/NAME; the committed corpus and the tests' files are the seeds. A
 # finding stops that target, keeps its input as build-fuzz/findings/NAME-*, and fails the script: fix
@@ -16,19 +17,29 @@ CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDe
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DATTN_SANITIZE=ON -DATTN_FUZZ=ON -DATTN_WITH_CUDA=OFF > build-fuzz/configure.log 2>&1 || { cat build-fuzz/configure.log; exit 1; }
 cmake --build build-fuzz --target fuzz_all -j "$(nproc)"
 mkdir -p build-fuzz/findings
-failed=0
-while read -r name corpus seeds; do
-  [ "$only" = "  " ] || [[ "$only" == *" $name "* ]] || continue
+fuzz_target() {  # NAME CORPUS SEED...: one target for SECONDS; says how it went
+  local name=$1 corpus=$2 log="build-fuzz/fuzz_$1.log"
+  shift 2
   mkdir -p "build-fuzz/corpus/$name"
-  log="build-fuzz/fuzz_$name.log"
-  # shellcheck disable=SC2086  # the seed folders are separate arguments
   if "build-fuzz/tests/fuzz/fuzz_$name" -max_total_time="$seconds" -timeout=1 -rss_limit_mb=2048 -print_final_stats=1 \
-      -artifact_prefix="build-fuzz/findings/$name-" "build-fuzz/corpus/$name" "$corpus" $seeds > "$log" 2>&1; then
+      -artifact_prefix="build-fuzz/findings/$name-" "build-fuzz/corpus/$name" "$corpus" "$@" > "$log" 2>&1; then
     echo "fuzz_$name: $(grep -o 'number_of_executed_units: [0-9]*' "$log" | grep -o '[0-9]*') runs in ${seconds} s, no finding"
   else
-    echo "fuzz_$name: FINDING (build-fuzz/findings/$name-*):"
-    tail -n 30 "$log"
-    failed=$((failed + 1))
+    echo "fuzz_$name: FINDING (build-fuzz/findings/$name-*):"$'\n'"$(tail -n 30 "$log")"
+    return 1
+  fi
+}
+# One target per core at a time (each fuzzer is single-threaded).
+failed=0 running=0
+while read -r name corpus seeds; do
+  [ "$only" = "  " ] || [[ "$only" == *" $name "* ]] || continue
+  # shellcheck disable=SC2086  # the seed folders are separate arguments
+  fuzz_target "$name" "$corpus" $seeds &
+  running=$((running + 1))
+  if [ "$running" -ge "$(nproc)" ]; then
+    wait -n || failed=$((failed + 1))
+    running=$((running - 1))
   fi
 done < build-fuzz/tests/fuzz/targets.txt
+for _ in $(seq "$running"); do wait -n || failed=$((failed + 1)); done
 [ "$failed" -eq 0 ]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs every test: native (Release), native under AddressSanitizer + UBSan, the
 # WebAssembly build under node, and a bounded run of every fuzz target (ATTN_FUZZ_SECONDS each,
-# default 16: 15 targets, 4 minutes in all). Installs what is missing first (scripts/deps.sh).
+# default 16: 15 targets, one per core at a time, 2 minutes in all on 2 cores). Installs what is missing first (scripts/deps.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"

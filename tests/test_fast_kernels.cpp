@@ -51,22 +51,30 @@ std::vector<std::string> isas() {
 
 struct Product {
   size_t m, n, k;
-  bool transposed, accumulate;
+  bool transposed, accumulate, a_transposed;
 };
 
 Gemm gemm_of(const Product& p, const std::vector<float>& a, const std::vector<float>& b, std::vector<float>& c) {
   Gemm g;
   g.m = p.m, g.n = p.n, g.k = p.k;
-  g.a = a.data(), g.lda = p.k + 3;  // leading dimensions wider than the rows, as sub-matrices have
+  // Leading dimensions wider than the rows, as sub-matrices have.
+  g.a = a.data(), g.lda = (p.a_transposed ? p.m : p.k) + 3, g.a_transposed = p.a_transposed;
   g.b = b.data(), g.ldb = (p.transposed ? p.k : p.n) + 1, g.b_transposed = p.transposed;
   g.c = c.data(), g.ldc = p.n + 2;
   g.accumulate = p.accumulate;
   return g;
 }
 
-const Product products[] = {{1, 1, 1, false, false},   {3, 17, 5, true, false},     {17, 3, 300, false, true},
-                            {33, 65, 17, true, true},  {100, 1000, 3, false, false}, {257, 31, 513, true, false},
-                            {64, 64, 64, false, true}, {1000, 20, 64, true, false}};
+const Product products[] = {
+    {1, 1, 1, false, false, false},   {3, 17, 5, true, false, true},       {17, 3, 300, false, true, false},
+    {33, 65, 17, true, true, true},   {100, 1000, 3, false, false, false}, {257, 31, 513, true, false, true},
+    {64, 64, 64, false, true, false}, {1000, 20, 64, true, false, false},  {13, 70, 600, false, true, true}};
+
+// A's storage: [m, k] or, transposed, [k, m], with the leading dimension gemm_of gives it.
+size_t a_size(const Product& p) { return (p.m + 3) * (p.k + 3); }
+float a_at(const Gemm& g, const std::vector<float>& a, size_t i, size_t q) {
+  return g.a_transposed ? a[q * g.lda + i] : a[i * g.lda + q];
+}
 
 }  // namespace
 
@@ -77,8 +85,8 @@ TEST_CASE("fast matrix multiply equals the reference on awkward shapes", "[fast_
   for (const std::string& isa : isas()) {
     set_kernel_isa(isa);
     for (const Product& p : products) {
-      INFO(isa << " m " << p.m << " n " << p.n << " k " << p.k << " transposed " << p.transposed);
-      const auto a = random_floats(p.m * (p.k + 3), 1), b = random_floats((p.transposed ? p.n : p.k) * (p.n + p.k + 1), 2);
+      INFO(isa << " m " << p.m << " n " << p.n << " k " << p.k << " transposed " << p.a_transposed << p.transposed);
+      const auto a = random_floats(a_size(p), 1), b = random_floats((p.transposed ? p.n : p.k) * (p.n + p.k + 1), 2);
       std::vector<float> c = random_floats(p.m * (p.n + 2), 3), ref = c;
       gemm(gemm_of(p, a, b, c), &pool);
       reference::gemm(gemm_of(p, a, b, ref));
@@ -93,8 +101,8 @@ TEST_CASE("exact rounding gives the bits of the PyTorch-order loop on every inst
   for (const std::string& isa : isas()) {
     set_kernel_isa(isa);
     for (const Product& p : products) {
-      INFO(isa << " m " << p.m << " n " << p.n << " k " << p.k);
-      const auto a = random_floats(p.m * (p.k + 3), 4), b = random_floats((p.transposed ? p.n : p.k) * (p.n + p.k + 1), 5);
+      INFO(isa << " m " << p.m << " n " << p.n << " k " << p.k << " transposed " << p.a_transposed << p.transposed);
+      const auto a = random_floats(a_size(p), 4), b = random_floats((p.transposed ? p.n : p.k) * (p.n + p.k + 1), 5);
       std::vector<float> c(p.m * (p.n + 2)), want(c.size());
       Gemm g = gemm_of(p, a, b, c);
       g.accumulate = false;
@@ -105,7 +113,7 @@ TEST_CASE("exact rounding gives the bits of the PyTorch-order loop on every inst
           float acc = 0.0f;
           for (size_t q = 0; q < p.k; ++q) {
             const float bv = p.transposed ? b[j * g.ldb + q] : b[q * g.ldb + j];
-            const float product = a[i * g.lda + q] * bv;
+            const float product = a_at(g, a, i, q) * bv;
             acc = acc + product;
           }
           want[i * g.ldc + j] = acc;
@@ -167,13 +175,13 @@ TEST_CASE("a product's bias and ReLU epilogue has the bits of the separate steps
   ThreadPool pool(2);
   for (const std::string& isa : isas()) {
     set_kernel_isa(isa);
-    for (const Product& p : {Product{3, 5, 7, true, false}, Product{37, 70, 600, true, false},
-                             Product{100, 33, 64, false, true}, Product{1, 4, 1, true, false}})
+    for (const Product& p : {Product{3, 5, 7, true, false, true}, Product{37, 70, 600, true, false, true},
+                             Product{100, 33, 64, false, true, false}, Product{1, 4, 1, true, false, false}})
       for (Rounding rounding : {Rounding::exact, Rounding::fused})
         for (bool relu : {false, true})
           for (bool packed : {false, true}) {
             INFO(isa << " m " << p.m << " n " << p.n << " k " << p.k << " relu " << relu << " packed " << packed);
-            const auto a = random_floats(p.m * (p.k + 3), 41), b = random_floats(p.n * (p.n + p.k + 1), 42);
+            const auto a = random_floats(a_size(p), 41), b = random_floats(p.n * (p.n + p.k + 1), 42);
             const auto bias = random_floats(p.n, 43), c0 = random_floats(p.m * (p.n + 2), 44);
             std::vector<float> separate = c0, fused = c0;
             Gemm g = gemm_of(p, a, b, separate);
@@ -201,13 +209,13 @@ TEST_CASE("a B packed once gives the bits of packing it in every call", "[fast_k
   ThreadPool pool(2);
   const std::string best = kernel_isa();
   std::vector<Product> shapes(std::begin(products), std::end(products));
-  shapes.push_back({5, 4100, 600, true, true});
+  shapes.push_back({5, 4100, 600, true, true, true});
   for (const std::string& isa : isas()) {
     set_kernel_isa(isa);
     for (const Product& p : shapes)
       for (Rounding rounding : {Rounding::fused, Rounding::exact}) {
         INFO(isa << " m " << p.m << " n " << p.n << " k " << p.k << " exact " << (rounding == Rounding::exact));
-        const auto a = random_floats(p.m * (p.k + 3), 11), b = random_floats((p.transposed ? p.n : p.k) * (p.n + p.k + 1), 12);
+        const auto a = random_floats(a_size(p), 11), b = random_floats((p.transposed ? p.n : p.k) * (p.n + p.k + 1), 12);
         std::vector<float> c = random_floats(p.m * (p.n + 2), 13), packed = c;
         Gemm g = gemm_of(p, a, b, c);
         g.rounding = rounding;
@@ -250,8 +258,8 @@ TEST_CASE("the thread pool runs every item once and passes on an item's exceptio
 }
 
 TEST_CASE("results do not depend on the thread count", "[fast_kernels]") {
-  const Product p{517, 300, 700, true, false};
-  const auto a = random_floats(p.m * (p.k + 3), 6), b = random_floats(p.n * (p.n + p.k + 1), 7);
+  const Product p{517, 300, 700, true, false, true};
+  const auto a = random_floats(a_size(p), 6), b = random_floats(p.n * (p.n + p.k + 1), 7);
   std::vector<float> one(p.m * (p.n + 2)), three(one.size());
   ThreadPool pool1(1), pool3(3);
   gemm(gemm_of(p, a, b, one), &pool1);

@@ -70,7 +70,8 @@ void gemm(const Gemm& g) {
     for (size_t j = 0; j < g.n; ++j) {
       double acc = g.accumulate ? g.c[i * g.ldc + j] : 0.0;
       for (size_t p = 0; p < g.k; ++p)
-        acc += double(g.a[i * g.lda + p]) * double(g.b_transposed ? g.b[j * g.ldb + p] : g.b[p * g.ldb + j]);
+        acc += double(g.a_transposed ? g.a[p * g.lda + i] : g.a[i * g.lda + p]) *
+               double(g.b_transposed ? g.b[j * g.ldb + p] : g.b[p * g.ldb + j]);
       float c = float(acc);
       if (g.bias) c += g.bias[j];
       g.c[i * g.ldc + j] = g.relu ? std::max(c, 0.0f) : c;

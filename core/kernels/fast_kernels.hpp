@@ -34,12 +34,14 @@ class PackedB {
   std::unique_ptr<float, decltype(&std::free)> data_{nullptr, &std::free};  // 64-byte aligned
 };
 
-// C[m, n] = A[m, k] · op(B) (+ C when accumulate); op(B) = B[k, n], or B[n, k]ᵀ when b_transposed, or
-// b_packed. Row-major with leading dimensions (elements between rows).
+// C[m, n] = op(A) · op(B) (+ C when accumulate); op(A) = A[m, k], or A[k, m]ᵀ when a_transposed (a
+// weight's gradient, grad_yᵀ·x); op(B) = B[k, n], or B[n, k]ᵀ when b_transposed, or b_packed. Row-major
+// with leading dimensions (elements between rows).
 struct Gemm {
   size_t m = 0, n = 0, k = 0;
   const float* a = nullptr;
   size_t lda = 0;
+  bool a_transposed = false;
   const float* b = nullptr;
   size_t ldb = 0;
   bool b_transposed = false;

@@ -61,12 +61,45 @@ float reduce_all_sum(const float* x, size_t n) {
   return (u[0] + u[2]) + (u[1] + u[3]);
 }
 
-template <size_t W>
-using Lanes = std::array<float, W>;
+// G values added lane by lane: PyTorch's 8-float vectors (of floats, so that every build sums the same
+// lanes), or several vectors of columns whose independent sums interleave.
+template <class T, size_t G>
+struct Group {
+  T v[G];
+  explicit Group(float x = 0.0f) {
+    for (T& t : v) t = T(x);
+  }
+};
 
-template <size_t W>
-void accumulate(Lanes<W>& acc, const Lanes<W>& x) {
-  for (size_t l = 0; l < W; ++l) acc[l] = acc[l] + x[l];
+template <class T, size_t G>
+Group<T, G> operator+(Group<T, G> a, const Group<T, G>& b) {
+  for (size_t g = 0; g < G; ++g) a.v[g] = a.v[g] + b.v[g];
+  return a;
+}
+
+template <class T>
+constexpr size_t width = 1;
+template <>
+constexpr size_t width<batch> = lanes;
+
+template <class T, size_t G>
+Group<T, G> group_at(const float* x) {
+  Group<T, G> out;
+  for (size_t g = 0; g < G; ++g)
+    if constexpr (std::is_same<T, float>::value)
+      out.v[g] = x[g];
+    else
+      out.v[g] = T::load_unaligned(x + g * width<T>);
+  return out;
+}
+
+template <class T, size_t G>
+void store(const Group<T, G>& sums, float* out) {
+  for (size_t g = 0; g < G; ++g)
+    if constexpr (std::is_same<T, float>::value)
+      out[g] = sums.v[g];
+    else
+      sums.v[g].store_unaligned(out + g * width<T>);
 }
 
 size_t ceil_log2(size_t x) {
@@ -75,59 +108,54 @@ size_t ceil_log2(size_t x) {
   return r;
 }
 
-// at::native::multi_row_sum: 4 interleaved rows of W lanes each, summed through up to 4 cascade levels
-// (each level takes over the one below every 2^power steps) to limit rounding growth.
-template <size_t W, class Load>
-std::array<Lanes<W>, 4> multi_row_sum(Load load, size_t size) {
+// at::native::multi_row_sum: 4 interleaved rows (load(i, k), k < 4), summed through up to 4 cascade
+// levels (each level takes over the one below every 2^power steps) to limit rounding growth.
+template <class V, class Load>
+std::array<V, 4> multi_row_sum(Load load, size_t size) {
   constexpr size_t levels = 4, rows = 4;
   const size_t power = std::max<size_t>(4, ceil_log2(size) / levels), step = size_t(1) << power;
   const size_t mask = step - 1;
-  Lanes<W> acc[levels][rows] = {};
+  V acc[levels][rows];
   size_t i = 0;
   for (; i + step <= size; i += step) {
     for (size_t j = 0; j < step; ++j)
-      for (size_t k = 0; k < rows; ++k) accumulate(acc[0][k], load(i + j, k));
+      for (size_t k = 0; k < rows; ++k) acc[0][k] = acc[0][k] + load(i + j, k);
     for (size_t j = 1; j < levels; ++j) {
       for (size_t k = 0; k < rows; ++k) {
-        accumulate(acc[j][k], acc[j - 1][k]);
-        acc[j - 1][k] = Lanes<W>{};
+        acc[j][k] = acc[j][k] + acc[j - 1][k];
+        acc[j - 1][k] = V(0.0f);
       }
       if ((i & (mask << (j * power))) != 0) break;
     }
   }
   for (; i < size; ++i)
-    for (size_t k = 0; k < rows; ++k) accumulate(acc[0][k], load(i, k));
+    for (size_t k = 0; k < rows; ++k) acc[0][k] = acc[0][k] + load(i, k);
   for (size_t j = 1; j < levels; ++j)
-    for (size_t k = 0; k < rows; ++k) accumulate(acc[0][k], acc[j][k]);
+    for (size_t k = 0; k < rows; ++k) acc[0][k] = acc[0][k] + acc[j][k];
   return {acc[0][0], acc[0][1], acc[0][2], acc[0][3]};
 }
 
 // at::native::row_sum: 4-way interleaved partial sums, the remainder into the first, then combined.
-template <size_t W, class Load>
-Lanes<W> row_sum(Load load, size_t size) {
+template <class V, class Load>
+V row_sum(Load load, size_t size) {
   const size_t groups = size / 4;
-  auto partial = multi_row_sum<W>([&](size_t i, size_t k) { return load(i * 4 + k); }, groups);
-  for (size_t i = groups * 4; i < size; ++i) accumulate(partial[0], load(i));
-  for (size_t k = 1; k < 4; ++k) accumulate(partial[0], partial[k]);
+  auto partial = multi_row_sum<V>([&](size_t i, size_t k) { return load(i * 4 + k); }, groups);
+  for (size_t i = groups * 4; i < size; ++i) partial[0] = partial[0] + load(i);
+  for (size_t k = 1; k < 4; ++k) partial[0] = partial[0] + partial[k];
   return partial[0];
 }
 
 }  // namespace
 
 float tensor_sum(const float* x, size_t n) {
-  if (n < 8) return row_sum<1>([x](size_t i) { return Lanes<1>{x[i]}; }, n)[0];
+  using Scalar = Group<float, 1>;
+  if (n < 8) return row_sum<Scalar>([x](size_t i) { return group_at<float, 1>(x + i); }, n).v[0];
   // vectorized_inner_sum: whole 8-float vectors lane by lane, then the scalar tail, then the lanes.
   const size_t vectors = n / 8;
-  const Lanes<8> lanes8 = row_sum<8>(
-      [x](size_t i) {
-        Lanes<8> v;
-        std::copy_n(x + 8 * i, 8, v.begin());
-        return v;
-      },
-      vectors);
+  const auto lanes8 = row_sum<Group<float, 8>>([x](size_t i) { return group_at<float, 8>(x + 8 * i); }, vectors);
   float total = 0.0f;
   for (size_t k = vectors * 8; k < n; ++k) total = total + x[k];
-  for (float v : lanes8) total = total + v;
+  for (float v : lanes8.v) total = total + v;
   return total;
 }
 
@@ -136,12 +164,14 @@ namespace {
 thread_local Rounding product_rounding = Rounding::exact;
 thread_local ThreadPool* product_pool = nullptr;
 
-void product(const float* a, const float* b, float* c, size_t m, size_t k, size_t n, bool b_transposed) {
+void product(const float* a, bool a_transposed, const float* b, bool b_transposed, float* c, size_t m, size_t k,
+             size_t n, const float* bias = nullptr, bool relu = false) {
   Gemm g;
   g.m = m, g.n = n, g.k = k;
-  g.a = a, g.lda = k;
+  g.a = a, g.lda = a_transposed ? m : k, g.a_transposed = a_transposed;
   g.b = b, g.ldb = b_transposed ? k : n, g.b_transposed = b_transposed;
   g.c = c, g.ldc = n;
+  g.bias = bias, g.relu = relu;
   g.rounding = product_rounding;
   gemm(g, product_pool);
 }
@@ -159,10 +189,16 @@ ProductMode::~ProductMode() {
   product_pool = previous_pool_;
 }
 
-void matmul(const float* a, const float* b, float* c, size_t m, size_t k, size_t n) { product(a, b, c, m, k, n, false); }
+void matmul(const float* a, const float* b, float* c, size_t m, size_t k, size_t n) {
+  product(a, false, b, false, c, m, k, n);
+}
 
-void matmul_nt(const float* a, const float* b, float* c, size_t m, size_t k, size_t n) {
-  product(a, b, c, m, k, n, true);
+void matmul_nt(const float* a, const float* b, float* c, size_t m, size_t k, size_t n, const float* bias, bool relu) {
+  product(a, false, b, true, c, m, k, n, bias, relu);
+}
+
+void matmul_tn(const float* a, const float* b, float* c, size_t m, size_t k, size_t n) {
+  product(a, true, b, false, c, m, k, n);
 }
 
 void multiply_scalar(float* x, size_t n, float s) {
@@ -216,23 +252,20 @@ void softmax_backward_rows(const float* out, float* grad, size_t rows, size_t n)
 }
 
 // vectorized_outer_sum: 32 columns at a time through multi_row_sum (4 vectors of 8), then whole
-// vectors through row_sum, then single columns through row_sum.
+// vectors through row_sum, then single columns through row_sum. A column's sum depends only on which of
+// these it falls in, so this machine's vectors carry the columns (each group of 8 in 8 / lanes of them).
 void column_sums(const float* x, size_t rows, size_t n, float* out) {
-  auto vector_at = [&](size_t i, size_t column) {
-    Lanes<8> v;
-    std::copy_n(x + i * n + column, 8, v.begin());
-    return v;
-  };
+  static_assert(lanes <= 8 && 8 % lanes == 0, "PyTorch's vectors of 8 in whole vectors of this machine");
+  using Eight = Group<batch, 8 / lanes>;
   size_t j = 0;
   for (; j + 32 <= n; j += 32) {
-    const auto sums = multi_row_sum<8>([&](size_t i, size_t k) { return vector_at(i, j + 8 * k); }, rows);
-    for (size_t k = 0; k < 4; ++k) std::copy(sums[k].begin(), sums[k].end(), out + j + 8 * k);
+    const auto sums = multi_row_sum<Eight>(
+        [&](size_t i, size_t k) { return group_at<batch, 8 / lanes>(x + i * n + j + 8 * k); }, rows);
+    for (size_t k = 0; k < 4; ++k) store(sums[k], out + j + 8 * k);
   }
-  for (; j + 8 <= n; j += 8) {
-    const Lanes<8> sums = row_sum<8>([&](size_t i) { return vector_at(i, j); }, rows);
-    std::copy(sums.begin(), sums.end(), out + j);
-  }
-  for (; j < n; ++j) out[j] = row_sum<1>([&](size_t i) { return Lanes<1>{x[i * n + j]}; }, rows)[0];
+  for (; j + 8 <= n; j += 8)
+    store(row_sum<Eight>([&](size_t i) { return group_at<batch, 8 / lanes>(x + i * n + j); }, rows), out + j);
+  for (; j < n; ++j) out[j] = row_sum<Group<float, 1>>([&](size_t i) { return group_at<float, 1>(x + i * n + j); }, rows).v[0];
 }
 
 namespace reference {

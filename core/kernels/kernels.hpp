@@ -13,8 +13,13 @@ namespace attn {
 // rounded on its own: the order of PyTorch's small-batch bmm loop and of the reference BLAS Debian's
 // PyTorch uses, so results are bit-identical to it (and the same natively and in WebAssembly).
 void matmul(const float* a, const float* b, float* c, size_t m, size_t k, size_t n);
-// C[m,n] = A[m,k] · B[n,k]ᵀ (nn.Linear's weight layout, QKᵀ).
-void matmul_nt(const float* a, const float* b, float* c, size_t m, size_t k, size_t n);
+// C[m,n] = A[m,k] · B[n,k]ᵀ (nn.Linear's weight layout, QKᵀ), then + bias[j] when bias is non-null, then
+// max(C, 0) when relu: the bits of those steps after the product, without their passes over C.
+void matmul_nt(const float* a, const float* b, float* c, size_t m, size_t k, size_t n, const float* bias = nullptr,
+               bool relu = false);
+// C[m,n] = A[k,m]ᵀ · B[k,n] (a weight's gradient, grad_yᵀ·x), read in place: the same sums as matmul of
+// the transposed copy.
+void matmul_tn(const float* a, const float* b, float* c, size_t m, size_t k, size_t n);
 // How matmul and matmul_nt compute on this thread while one is in scope (the previous one is restored
 // after): Rounding::exact by default, on the calling thread. The training fast path (attn train
 // --backend cpu) fuses the products; either may spread them over a pool, which leaves every bit as is

@@ -72,6 +72,18 @@ struct Kernels {
     }
   }
 
+  // The same panels from Aᵀ stored as [kc, rows] (row stride lda): a panel's column is MR adjacent values.
+  static void pack_at(const float* a, size_t lda, size_t rows, size_t kc, float* dst) {
+    for (size_t p = 0; p < rows; p += MR) {
+      const size_t pr = std::min(MR, rows - p);
+      for (size_t kk = 0; kk < kc; ++kk, dst += MR) {
+        const float* column = a + kk * lda + p;
+#pragma GCC unroll 16
+        for (size_t r = 0; r < MR; ++r) dst[r] = r < pr ? column[r] : 0.0f;
+      }
+    }
+  }
+
   // Where MR is not a multiple of 4, the last 4-row group's extra lanes land in the next column (or
   // A_SLACK floats past the last panel), which is stored after them.
   static constexpr size_t A_GROUPS = (MR + 3) / 4, A_SLACK = 4 * A_GROUPS - MR;
@@ -105,11 +117,20 @@ struct Kernels {
     }
   }
 
-  // One NR-column panel of op(B) = Bᵀ from rows of B[cols, kc] (row stride ldb); zeros past cols.
+  // One NR-column panel of op(B) = Bᵀ from rows of B[cols, kc] (row stride ldb); zeros past cols. A
+  // full panel goes through L×L transposes in registers (nn.Linear's weight, every forward).
   static void pack_bt_panel(const float* b, size_t ldb, size_t kc, size_t cols, float* dst) {
     if (cols < NR) std::fill(dst, dst + kc * NR, 0.0f);
+    size_t kk0 = 0;
+    for (; cols == NR && kk0 + L <= kc; kk0 += L)
+      for (size_t c0 = 0; c0 < NR; c0 += L) {
+        batch t[L];
+        for (size_t r = 0; r < L; ++r) t[r] = batch::load_unaligned(b + (c0 + r) * ldb + kk0);
+        xsimd::transpose(t, t + L);
+        for (size_t j = 0; j < L; ++j) t[j].store_unaligned(dst + (kk0 + j) * NR + c0);
+      }
     for (size_t c = 0; c < cols; ++c)
-      for (size_t kk = 0; kk < kc; ++kk) dst[kk * NR + c] = b[c * ldb + kk];
+      for (size_t kk = kk0; kk < kc; ++kk) dst[kk * NR + c] = b[c * ldb + kk];
   }
 
   // op(B)[k, n] as NR-column panels: panel q at dst + q·k·NR (a PackedB, or one k slice of a product).
@@ -251,7 +272,10 @@ struct Kernels {
           if (q0 >= panels) return;
           const size_t cols = std::min(chunk_panels * NR, nc - q0 * NR);
           float* ap = scratch(a_buffer, a_panels_size(rows, kc));
-          pack_a(g.a + i0 * g.lda + pc, g.lda, rows, kc, 1.0f, ap);
+          if (g.a_transposed)
+            pack_at(g.a + pc * g.lda + i0, g.lda, rows, kc, ap);
+          else
+            pack_a(g.a + i0 * g.lda + pc, g.lda, rows, kc, 1.0f, ap);
           float* c = g.c + i0 * g.ldc + jc + q0 * NR;
           const bool last = pc + kc == g.k;
           const Epilogue e{last && g.bias ? g.bias + jc + q0 * NR : nullptr, last && g.relu};
@@ -261,7 +285,11 @@ struct Kernels {
     }
   }
 
-  // op(B)[kk, j], wherever it is.
+  // op(A)[i, kk] and op(B)[kk, j], wherever they are.
+  static float a_at(const Gemm& g, size_t i, size_t kk) {
+    return g.a_transposed ? g.a[kk * g.lda + i] : g.a[i * g.lda + kk];
+  }
+
   static float b_at(const Gemm& g, size_t kk, size_t j) {
     if (g.b_packed) return g.b_packed->data()[(j / NR) * g.k * NR + kk * NR + j % NR];
     return g.b_transposed ? g.b[j * g.ldb + kk] : g.b[kk * g.ldb + j];
@@ -327,7 +355,7 @@ struct Kernels {
           const batch b = batch::load_aligned(bt + kk * np + j);
 #pragma GCC unroll 4
           for (size_t r = 0; r < R; ++r) {
-            const batch a(g.a[(i + r) * g.lda + kk]);
+            const batch a(a_at(g, i + r, kk));
             acc[r] = Fused ? xsimd::fma(a, b, acc[r]) : acc[r] + a * b;
           }
         }

@@ -58,7 +58,7 @@ Tensor add_positional_encoding(const Tensor& x, const Tensor& table) {
   return out;
 }
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor* bias) {
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor* bias, bool relu) {
   const size_t out_features = weight.shape(0), in_features = weight.shape(1);
   if (x.shape().back() != in_features)
     throw InputError("linear layer expects " + std::to_string(in_features) + " input features, got " +
@@ -67,27 +67,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor* bias) {
   shape.back() = out_features;
   Tensor y = Tensor::from_shape(shape);
   const size_t rows = x.size() / in_features;
-  matmul_nt(x.data(), weight.data(), y.data(), rows, in_features, out_features);
-  if (bias)
-    for (size_t r = 0; r < rows; ++r)
-      add(y.data() + r * out_features, bias->data(), y.data() + r * out_features, out_features);
+  matmul_nt(x.data(), weight.data(), y.data(), rows, in_features, out_features, bias ? bias->data() : nullptr, relu);
   return y;
 }
 
 namespace {
-
-// [rows, cols] → [cols, rows]: the operand autograd's mm takes transposed, laid out for matmul. In
-// tiles, writing along the output's rows: power-of-two strides would otherwise evict each other's lines.
-Tensor transposed(const float* x, size_t rows, size_t cols) {
-  Tensor out = Tensor::from_shape({cols, rows});
-  constexpr size_t tile = 16;
-  float* y = out.data();
-  for (size_t c0 = 0; c0 < cols; c0 += tile)
-    for (size_t r0 = 0; r0 < rows; r0 += tile)
-      for (size_t c = c0; c < std::min(cols, c0 + tile); ++c)
-        for (size_t r = r0; r < std::min(rows, r0 + tile); ++r) y[c * rows + r] = x[r * cols + c];
-  return out;
-}
 
 void add_to(Tensor& into, const Tensor& add_this) {
   add(into.data(), add_this.data(), into.data(), into.size());
@@ -102,8 +86,7 @@ Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& grad
   Tensor grad_x = Tensor::from_shape(x.shape());
   matmul(grad_y.data(), weight.data(), grad_x.data(), rows, out_features, in_features);
   Tensor grad_w = Tensor::from_shape({out_features, in_features});
-  matmul(transposed(grad_y.data(), rows, out_features).data(), x.data(), grad_w.data(), out_features, rows,
-         in_features);
+  matmul_tn(grad_y.data(), x.data(), grad_w.data(), out_features, rows, in_features);
   add_to(grad_weight, grad_w);
   if (grad_bias) {
     Tensor grad_b = Tensor::from_shape({out_features});
@@ -201,7 +184,7 @@ AttentionGrads scaled_dot_product_attention_backward(const Tensor& q, const Tens
   for (size_t b = 0; b < batch; ++b) {
     const float* dout = grad_output.data() + b * sq * dv;
     matmul_nt(dout, v.data() + b * sk * dv, grad_scores.data() + b * sq * sk, sq, dv, sk);
-    matmul(transposed(weights.data() + b * sq * sk, sq, sk).data(), dout, g.value.data() + b * sk * dv, sk, sq, dv);
+    matmul_tn(weights.data() + b * sq * sk, dout, g.value.data() + b * sk * dv, sk, sq, dv);
   }
   if (steps.dropout_noise.dimension())
     multiply(grad_scores.data(), steps.dropout_noise.data(), grad_scores.data(), grad_scores.size());
@@ -211,7 +194,7 @@ AttentionGrads scaled_dot_product_attention_backward(const Tensor& q, const Tens
   for (size_t b = 0; b < batch; ++b) {
     const float* ds = grad_scores.data() + b * sq * sk;
     matmul(ds, k.data() + b * sk * dk, g.query.data() + b * sq * dk, sq, sk, dk);
-    matmul(transposed(ds, sq, sk).data(), query.data() + b * sq * dk, g.key.data() + b * sk * dk, sk, sq, dk);
+    matmul_tn(ds, query.data() + b * sq * dk, g.key.data() + b * sk * dk, sk, sq, dk);
   }
   if (options.scale_query_first) divide_scalar(g.query.data(), g.query.size(), sqrt_dk);
   return g;

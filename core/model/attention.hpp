@@ -15,8 +15,8 @@ Tensor embed(const Tensor& weight, const std::vector<int64_t>& ids, size_t batch
 Tensor positional_encoding_table(size_t max_len, size_t d_model);
 // x + pe[:S] for x [B, S, d].
 Tensor add_positional_encoding(const Tensor& x, const Tensor& table);
-// nn.Linear: x[..., in] · weightᵀ (+ bias); weight [out, in]; bias null for bias=False.
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor* bias = nullptr);
+// nn.Linear: x[..., in] · weightᵀ (+ bias); weight [out, in]; bias null for bias=False; then ReLU when relu.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor* bias = nullptr, bool relu = false);
 // Its backward (addmm's): returns grad_x = grad_y · weight; adds grad_yᵀ · x to grad_weight [out, in] and
 // grad_y summed over rows to grad_bias [out] (when non-null), so a parameter used twice accumulates.
 Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& grad_y, Tensor& grad_weight,

@@ -614,9 +614,12 @@ Tensor attend_backward(const EncoderLayer& layer, const TransformerConfig& confi
 
 Tensor feed_forward_impl(const EncoderLayer& layer, const TransformerConfig& config, const Tensor& x,
                          TorchGenerator* dropout_gen, Trace* trace, const std::string& prefix, FeedForwardSaved* saved) {
-  Tensor hidden = linear(x, layer.linear1.weight, &layer.linear1.bias);
-  Tensor h = hidden;
-  activate(h, config.activation);
+  // ReLU runs in linear1's epilogue; its backward needs only where its input was positive, which its
+  // output tells as well.
+  const bool relu = config.activation == Activation::relu;
+  Tensor hidden = linear(x, layer.linear1.weight, &layer.linear1.bias, relu);
+  Tensor h = saved ? Tensor(hidden) : std::move(hidden);
+  if (!relu) activate(h, config.activation);
   Tensor noise;
   dropout(dropout_gen, h, config.dropout, &noise);
   Tensor out = linear(h, layer.linear2.weight, &layer.linear2.bias);

@@ -100,7 +100,7 @@ struct AttentionSaved {
   Tensor merged;             // [B, S, d]: heads merged, W_O's input
 };
 struct FeedForwardSaved {
-  Tensor input, hidden;  // linear1's input and output
+  Tensor input, hidden;  // linear1's input and output (after ReLU, which keeps its positives)
   Tensor activated;      // linear2's input: the activation after dropout
   Tensor noise;          // that dropout's noise (0-dimensional in evaluation mode)
 };
