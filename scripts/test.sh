@@ -28,12 +28,8 @@ run_suite() {  # name, build dir, cmake args...
 
 mkdir -p build build-asan build-web build-web-mt
 run_suite native build -DCMAKE_BUILD_TYPE=Release
-# -O1 -g1 (line tables): sanitizer reports keep their lines, and the build takes half the time of -O2 -g.
-# clang (as the fuzz targets): it compiles the sanitized engine in 60 % of g++'s time; g++ has the
-# native build.
-run_suite sanitizers build-asan -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
-  -DATTN_SANITIZE=ON -DATTN_WITH_CUDA=OFF  # CUDA: built once, above
+# The sanitized tree (cmake/sanitized.cmake): the tests under ASan + UBSan, and the fuzz targets run below.
+run_suite sanitizers build-asan -C cmake/sanitized.cmake
 # The threaded playground (pthreads) for the browser test's cross-origin isolated page, and its
 # attn-bench.js for wasm.threads.
 echo "== webassembly with threads: build the playground and attn-bench.js (build-web-mt)"
