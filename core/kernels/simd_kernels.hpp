@@ -510,33 +510,54 @@ struct Kernels {
   }
 
   // Rescales each row's running sum and output by e^(m_old − m_new), then turns the scores into
-  // e^(s − m_new) and adds them to the sum.
+  // e^(s − m_new) and adds them to the sum. Rows go in groups of L, so that one vector exponential
+  // makes the group's rescaling factors (each lane as a row's own would be).
   static void online_softmax(size_t br, size_t kb, float* sc, float* m, float* l, float* o, size_t D) {
-    const size_t kv = kb / L * L;
-    for (size_t r = 0; r < br; ++r) {
-      float* row = sc + r * BC;
-      batch vmax(m[r]);
-      for (size_t j = 0; j < kv; j += L) vmax = xsimd::max(vmax, batch::load_unaligned(row + j));
-      float mx = xsimd::reduce_max(vmax);
-      for (size_t j = kv; j < kb; ++j) mx = std::max(mx, row[j]);
-      if (mx == masked) {  // nothing to attend to yet in this row
-        std::fill_n(row, kb, 0.0f);
-        continue;
+    for (size_t r0 = 0; r0 < br; r0 += L) {
+      const size_t rows = std::min(L, br - r0);
+      alignas(64) float old_m[L] = {}, new_m[L] = {}, alpha[L];
+      for (size_t r = 0; r < rows; ++r) {
+        old_m[r] = m[r0 + r];
+        new_m[r] = row_max(sc + (r0 + r) * BC, kb, old_m[r]);
       }
-      const float alpha = exp_nonpositive(batch(m[r] - mx)).get(0);
-      batch sum(0.0f);
-      size_t j = 0;
-      for (; j < kv; j += L) {
-        const batch e = exp_nonpositive(batch::load_unaligned(row + j) - batch(mx));
-        e.store_unaligned(row + j);
-        sum += e;
+      exp_nonpositive(batch::load_aligned(old_m) - batch::load_aligned(new_m)).store_aligned(alpha);
+      for (size_t r = 0; r < rows; ++r) {
+        float* row = sc + (r0 + r) * BC;
+        const float mx = new_m[r];
+        if (mx == masked) {  // nothing to attend to yet in this row
+          std::fill_n(row, kb, 0.0f);
+          continue;
+        }
+        l[r0 + r] = l[r0 + r] * alpha[r] + exp_row(row, kb, mx);
+        m[r0 + r] = mx;
+        if (alpha[r] != 1.0f) scale_row(o + (r0 + r) * D, D, alpha[r]);
       }
-      float total = xsimd::reduce_add(sum);
-      for (; j < kb; ++j) total += row[j] = exp_nonpositive(batch(row[j] - mx)).get(0);
-      l[r] = l[r] * alpha + total;
-      m[r] = mx;
-      if (alpha != 1.0f) scale_row(o + r * D, D, alpha);
     }
+  }
+
+  // The largest of a row's kb scores and `start`.
+  static float row_max(const float* row, size_t kb, float start) {
+    const size_t kv = kb / L * L;
+    batch vmax(start);
+    for (size_t j = 0; j < kv; j += L) vmax = xsimd::max(vmax, batch::load_unaligned(row + j));
+    float mx = xsimd::reduce_max(vmax);
+    for (size_t j = kv; j < kb; ++j) mx = std::max(mx, row[j]);
+    return mx;
+  }
+
+  // e^(s − mx) in place of each score s of the row; returns their sum.
+  static float exp_row(float* row, size_t kb, float mx) {
+    const size_t kv = kb / L * L;
+    batch sum(0.0f);
+    size_t j = 0;
+    for (; j < kv; j += L) {
+      const batch e = exp_nonpositive(batch::load_unaligned(row + j) - batch(mx));
+      e.store_unaligned(row + j);
+      sum += e;
+    }
+    float total = xsimd::reduce_add(sum);
+    for (; j < kb; ++j) total += row[j] = exp_nonpositive(batch(row[j] - mx)).get(0);
+    return total;
   }
 
   static void scale_row(float* x, size_t n, float factor) {
