@@ -208,7 +208,9 @@ void add_train_command(CLI::App& app, TrainOptions& o) {
                                               "PyTorch would (same seed, same losses)");
   o.model.mask = "";  // empty: the task's mask, else padding
   add_model_options(*cmd, o.model, true);
-  auto* task = cmd->add_option("--task", o.task, "built-in task: duplicate, brackets or places");
+  std::string task_names;
+  for (const auto& t : train::tasks()) task_names += (task_names.empty() ? "" : ", ") + t.name;
+  auto* task = cmd->add_option("--task", o.task, "built-in task: " + task_names + " (docs/training.md)");
   cmd->add_option("--data", o.data, "labelled data: JSON Lines {\"text\"|\"ids\", \"label\"} or TSV label<TAB>sentence")
       ->excludes(task);
   cmd->add_option("--val-data", o.val_data, "validation data, in the same formats");

@@ -509,11 +509,11 @@ TEST_CASE("ui compute backend selection", "[ui]") {
   p.set_config(train);
   REQUIRE(p.update());
   CHECK(p.result()->computed_by == "exact");
-  CHECK(p.result()->path_note.find("train mode") != std::string::npos);
+  CHECK(p.result()->path_note.note == Str::path_train_mode);
   p.set_config(PlaygroundConfig());
   REQUIRE(p.update());
   CHECK(p.result()->computed_by == "exact");
-  CHECK(p.result()->path_note.find("first tutorial") != std::string::npos);
+  CHECK(p.result()->path_note.note == Str::path_first_tutorial);
 
   // An unavailable or unknown backend: its message, and the exact path.
   p.set_config(c);

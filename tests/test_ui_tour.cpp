@@ -1,10 +1,13 @@
 // The UI's texts in both languages, the language and tour step in the URL hash, and the guided tour's
-// steps: each shows a stage the trace has, for both tutorials and for the user's own sentences.
+// steps: each shows a stage the trace has, for both tutorials and for the user's own sentences; the
+// check that finds English words left in the Korean UI.
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 
 #include "core/base/error.hpp"
+#include "core/train/train_data.hpp"
 #include "tests/fixtures.hpp"
 #include "ui/playground.hpp"
 #include "ui/strings.hpp"
@@ -44,6 +47,41 @@ TEST_CASE("ui strings exist in English and Korean with the same conversions", "[
   set_language(Lang::en);
   CHECK(std::string(tr(Str::tab_tour)) == "Tour");
   CHECK(page_strings(Lang::ko).at("page_sentences") == "문장");
+}
+
+TEST_CASE("ui english_only_words finds English UI words and leaves names alone", "[ui]") {
+  CHECK(english_only_words("Stopped: no sentence") == std::vector<std::string>{"stopped", "sentence"});
+  CHECK(english_only_words(text_in(Str::look_asked, Lang::en)).size() > 5);
+  CHECK(english_only_words(text_in(Str::look_asked, Lang::ko)).empty());
+  // Names: stage names, a stage with its shape, functions and tensors in formulas, words Korean uses too.
+  CHECK(english_only_words("layers.0.self_attn.query d_model").empty());
+  CHECK(english_only_words("query [4, 4, 6]").empty());
+  CHECK(english_only_words("linear2(dropout(relu(linear1(x))))").empty());
+  CHECK(english_only_words("vocab[단어]   ([PAD] = 0)").empty());
+  CHECK(english_only_words("query 4") == std::vector<std::string>{"query"});
+}
+
+TEST_CASE("ui texts the same in both languages are names and formulas", "[ui]") {
+  // english_only_words takes their words for names: an English sentence copied here would hide.
+  const std::set<std::string> same = {"english", "korean", "d_ff_label", "tour_qkv_title", "tour_scores_title",
+                                       "tour_scale_title"};
+  for (size_t k = 0; k < size_t(Str::count); ++k) {
+    const std::string key = key_name(Str(k));
+    INFO(key);
+    if (std::strcmp(text_in(Str(k), Lang::en), text_in(Str(k), Lang::ko)) == 0)
+      CHECK((same.count(key) || (key.size() > 8 && key.compare(key.size() - 8, 8, "_formula") == 0)));
+  }
+}
+
+TEST_CASE("ui every built-in task has its texts in both languages", "[ui]") {
+  for (const train::TaskSpec& task : train::tasks()) {
+    INFO(task.name);
+    const auto texts = task_texts(task.name);
+    REQUIRE(texts.has_value());
+    CHECK(english_only_words(text_in(texts->description, Lang::ko)).empty());
+    CHECK(english_only_words(text_in(texts->pattern, Lang::ko)).empty());
+  }
+  CHECK_FALSE(task_texts("bogus").has_value());
 }
 
 TEST_CASE("ui language from the locale, the hash and the settings", "[ui]") {

@@ -10,8 +10,10 @@
            (weights and log); SIGINT checkpoints and exits 130; a checkpoint of another run is refused,
            naming what differs.
   tasks    each built-in task trained with its defaults alone reaches its documented validation
-           accuracy, and a model trained on `duplicate` has a head whose attention from a repeated
-           token to its twin averages >= 0.5 on the validation items (computed by PyTorch).
+           accuracy; a model trained on `duplicate` has a head whose attention from a repeated token to
+           its twin averages >= 0.5 on the validation items; one trained on `asked` is within 10 points
+           of chance with its attention made uniform, and has a head whose attention from the last word
+           to the asked person's place word averages >= 0.5 (all computed by PyTorch).
     /usr/bin/python3 tests/train_check.py path/to/attn [SECTION...]   (default: all)
 """
 import importlib.util
@@ -215,7 +217,7 @@ def section_resume(attn, tmp):
 
 # --- tasks ---
 
-DOCUMENTED_ACCURACY = {"duplicate": 0.95, "brackets": 0.95, "places": 0.95}
+DOCUMENTED_ACCURACY = {"duplicate": 0.95, "brackets": 0.95, "places": 0.95, "asked": 0.95}
 
 
 def twin_attention(model, items, vocab, mask):
@@ -235,9 +237,7 @@ def twin_attention(model, items, vocab, mask):
                 pos.setdefault(t, j)
             if twin is None:
                 continue
-            T.STAGES.clear()
-            x = torch.tensor([ids])
-            model(x, T.make_mask(mask, x).unsqueeze(1))
+            forward_one(model, ids, mask)
             count += 1
             for name, w in T.STAGES.items():
                 if name.endswith("attention_weights"):
@@ -247,6 +247,82 @@ def twin_attention(model, items, vocab, mask):
                         sums[(name, h, "ahead")] = sums.get((name, h, "ahead"), 0.0) + w[0, h, i, j].item()
         best = max(v / count for v in sums.values()) if count else 0.0
     return best, count
+
+
+def forward_one(model, ids, mask):
+    T.STAGES.clear()
+    x = torch.tensor([ids])
+    return model(x, T.make_mask(mask, x).unsqueeze(1))
+
+
+def asked_place(ids):
+    """The position of the place word of the person asked about (the last word): the word after that
+    person's clause subject."""
+    return ids.index(ids[-1]) + 1
+
+
+def asked_attention(model, items, vocab, mask):
+    """The largest, over layers and heads, mean attention from the last word (the person asked about)
+    to that person's place word; with its layer and head."""
+    sums = {}
+    with torch.no_grad():
+        for item in items:
+            ids = [vocab[t] for t in item["text"].split()]
+            forward_one(model, ids, mask)
+            for name, w in T.STAGES.items():
+                if name.endswith("attention_weights"):
+                    for h in range(w.shape[1]):
+                        sums[(name, h)] = sums.get((name, h), 0.0) + w[0, h, -1, asked_place(ids)].item()
+    (name, head), total = max(sums.items(), key=lambda kv: kv[1])
+    return total / len(items), name, head
+
+
+def uniform_sdpa(Q, K, V, mask=None, prefix=""):
+    """Attention replaced by uniform weights over the keys the mask allows."""
+    allowed = torch.ones(Q.shape[:-1] + K.shape[-2:-1]) if mask is None else (mask != 0).float().expand(
+        Q.shape[:-1] + K.shape[-2:-1])
+    weights = allowed / allowed.sum(-1, keepdim=True)
+    T.rec(prefix + "attention_weights", weights)
+    return torch.matmul(weights, V), weights
+
+
+def accuracy(model, items, vocab, mask):
+    with torch.no_grad():
+        right = sum(int(forward_one(model, [vocab[t] for t in it["text"].split()], mask).argmax().item() == it["label"])
+                    for it in items)
+    return right / len(items)
+
+
+def trained_model(files):
+    config = json.loads(pathlib.Path(files["config"]).read_text())
+    kw = {k: config[k] for k in ("d_model", "num_heads", "num_layers", "num_classes", "d_ff", "max_len", "dropout",
+                                 "activation", "norm_first")}
+    model = T.TransformerClassifier(vocab_size=config["vocab_size"], **kw).eval()
+    model.load_state_dict(read_safetensors(files["weights"]), strict=True)
+    vocab = json.loads(pathlib.Path(files["vocab"]).read_text())
+    items = [json.loads(line) for line in pathlib.Path(files["val"]).read_text().splitlines()]
+    return model, vocab, items, config["num_classes"]
+
+
+def check_asked(files):
+    """asked needs attention: the trained model in PyTorch is right as attn says, with uniform attention it
+    is near chance, and a head attends from the question word to the asked person's place word."""
+    model, vocab, items, classes = trained_model(files)
+    mask = "padding+causal"  # the task's
+    trained = accuracy(model, items, vocab, mask)
+    check(trained >= 0.95, f"asked: PyTorch with the saved weights: {trained:.3f} right on {len(items)} items")
+    real = T.scaled_dot_product_attention
+    T.scaled_dot_product_attention = uniform_sdpa
+    try:
+        uniform = accuracy(model, items, vocab, mask)
+    finally:
+        T.scaled_dot_product_attention = real
+    chance = 1 / classes
+    check(abs(uniform - chance) <= 0.10, f"asked: with uniform attention {uniform:.3f} right, within 0.10 of chance "
+                                         f"({chance:.3f})")
+    mean, name, head = asked_attention(model, items, vocab, mask)
+    check(mean >= 0.5, f"asked: {name} head {head} attends from the question word to the asked person's place "
+                       f"word, {mean:.3f} on average over {len(items)} items")
 
 
 def section_tasks(attn, tmp):
@@ -261,15 +337,11 @@ def section_tasks(attn, tmp):
         final = [rec for rec in log_records(files["log"]) if "val_accuracy" in rec][-1]
         check(final["val_accuracy"] >= target, f"{task}: validation accuracy {final['val_accuracy']:.3f} >= {target} "
                                                f"after {final['step']} steps ({time.time() - start:.1f} s)")
+        if task == "asked":
+            check_asked(files)
         if task != "duplicate":
             continue
-        config = json.loads(pathlib.Path(files["config"]).read_text())
-        vocab = json.loads(pathlib.Path(files["vocab"]).read_text())
-        kw = {k: config[k] for k in ("d_model", "num_heads", "num_layers", "num_classes", "d_ff", "max_len", "dropout",
-                                     "activation", "norm_first")}
-        model = T.TransformerClassifier(vocab_size=config["vocab_size"], **kw).eval()
-        model.load_state_dict(read_safetensors(files["weights"]), strict=True)
-        items = [json.loads(line) for line in pathlib.Path(files["val"]).read_text().splitlines()]
+        model, vocab, items, _ = trained_model(files)
         best, count = twin_attention(model, items, vocab, "padding+causal")  # the task's mask
         check(best >= 0.5, f"duplicate: a head attends between twins, {best:.3f} on average over {count} items")
 

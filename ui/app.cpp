@@ -478,8 +478,10 @@ void App::draw_backend_choice() {
   }
   ImGui::PushStyleColor(ImGuiCol_Text, dim_color);
   if (!choice.note.empty()) ImGui::TextWrapped("%s", choice.note.c_str());
-  if (const Computed* r = playground_.result(); r && !r->path_note.empty())
-    ImGui::TextWrapped("%s", r->path_note.c_str());
+  if (const Computed* r = playground_.result(); r && r->path_note.note) {
+    const Computed::PathNote& p = r->path_note;
+    ImGui::TextWrapped(tr(*p.note), p.backend.c_str(), p.layer);  // a %s-only format ignores the layer
+  }
   ImGui::PopStyleColor();
 }
 
@@ -596,14 +598,14 @@ void App::start_loading(ModelFiles files) {
 
 std::string App::use_model(LoadResult loaded) {
   if (!loaded.model) {
-    status_ = "could not load the model: " + loaded.error;
+    status_ = format(Str::status_load_failed, loaded.error.c_str());
     return loaded.error;
   }
   PlaygroundConfig c = playground_.config();
   c.model = ModelKind::loaded;
   attach_model(c, std::move(loaded.model));
   apply(c);
-  status_ = "loaded " + c.loaded->name;
+  status_ = format(Str::status_loaded, c.loaded->name.c_str());
   return "";
 }
 
@@ -715,7 +717,7 @@ void App::update_mask_cache(const Computed& r) {
     unmasked_cache_ = masked_stage_ ? unmasked_weights(r, size_t(layer_)) : Tensor();
   } catch (const std::exception& e) {  // e.g. out of memory: a message, not a crash inside the frame
     masked_stage_ = nullptr;
-    status_ = std::string("cannot compute the unmasked weights: ") + e.what();
+    status_ = format(Str::status_unmasked_failed, e.what());
   }
 }
 
@@ -837,8 +839,9 @@ void App::fitted_title(const char* text, float max_w, const char* owner) {
   record_box(layout_, LayoutKind::title, owner, text, at, ImVec2(at.x + fit.width, at.y + ImGui::GetTextLineHeight()));
 }
 
-// Cells are square for square matrices (attention) and may be up to 4 times wider than tall, or taller
-// than wide, for the others (a [100, 6] table fills the width; a [4, 128] stage has readable rows).
+// Cells fill the room given, square for square matrices (attention); for the others they may be up to 4
+// times wider than tall, or taller than wide (a [100, 6] table fills the width; a [4, 128] stage has
+// readable rows).
 // Column labels take one line when they fit their columns, else two (staggered).
 void App::draw_heatmap(Heatmap& h, const std::vector<std::string>* row_labels,
                        const std::vector<std::string>* col_labels, float max_w, float max_h, const char* id,
@@ -855,12 +858,13 @@ void App::draw_heatmap(Heatmap& h, const std::vector<std::string>* row_labels,
   if (!show_rows) label_w = 0;
   const float widest_col = col_labels ? widest_label(*col_labels, h.slice.cols) + 4 : 0;
   int label_lines = col_labels ? 1 : 0;
+  const float max_cell = 12 * line;  // cells grow with the canvas up to about 12 lines of text (~160 px)
   const auto fit_cells = [&] {
     const float fit_w = (max_w - label_w - legend_w) / cols, fit_h = (max_h - float(label_lines) * line - 4) / rows;
-    const float side = std::clamp(std::min(fit_w, fit_h), 0.05f, 80.0f);
+    const float side = std::clamp(std::min(fit_w, fit_h), 0.05f, max_cell);
     const bool square = h.slice.rows == h.slice.cols;
-    h.cell_w = square ? side : std::clamp(std::min(fit_w, 4 * side), side, 80.0f);
-    h.cell_h = square ? side : std::clamp(std::min(fit_h, 4 * side), side, 80.0f);
+    h.cell_w = square ? side : std::clamp(std::min(fit_w, 4 * side), side, max_cell);
+    h.cell_h = square ? side : std::clamp(std::min(fit_h, 4 * side), side, max_cell);
   };
   fit_cells();
   if (col_labels && widest_col > h.cell_w) {
@@ -1001,7 +1005,7 @@ void App::export_buttons(const Heatmap& h, const char* name, const Tensor& value
     if (ImGui::Button(tr(Str::export_npy)))
       status_ = platform_.save_file(std::string(name) + ".npy", stage_npy_bytes(value), "application/octet-stream");
   } catch (const std::exception& e) {
-    status_ = std::string("export failed: ") + e.what();
+    status_ = format(Str::status_export_failed, e.what());
   }
 }
 

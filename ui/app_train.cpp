@@ -14,7 +14,6 @@ namespace attn::ui {
 namespace {
 
 const ImU32 train_color = IM_COL32(90, 160, 255, 255), val_color = IM_COL32(255, 170, 60, 255);
-const char* const task_items[] = {"duplicate", "brackets", "places", "a labelled file"};  // names in the settings
 const char* const optimizer_items[] = {"sgd", "adam", "adamw"};
 
 template <size_t N>
@@ -22,6 +21,18 @@ int index_of(const char* const (&items)[N], const std::string& name) {
   for (size_t i = 0; i < N; ++i)
     if (name == items[i]) return int(i);
   return 0;
+}
+
+// The Task combo: the built-in tasks (index i = train::tasks()[i]), then a labelled file.
+int task_index(const std::string& name) {
+  const auto& all = train::tasks();
+  for (size_t i = 0; i < all.size(); ++i)
+    if (all[i].name == name) return int(i);
+  return 0;
+}
+const char* task_label(void*, int i) {
+  const auto& all = train::tasks();
+  return size_t(i) < all.size() ? all[size_t(i)].name.c_str() : tr(Str::task_file);
 }
 
 int int_setting(const Json& j, const char* key) { return j.contains(key) ? j[key].get<int>() : 0; }
@@ -213,7 +224,7 @@ std::string App::build_training(const Json& settings) {
   } catch (const InputError& e) {
     return e.what();
   } catch (const std::bad_alloc&) {
-    return "out of memory building the training run";
+    return tr(Str::train_out_of_memory);
   }
   train_error_.clear();
   replay_index_ = -1;
@@ -281,7 +292,7 @@ void App::refresh_train_controls() {
   for (const ReplayItem& item : training_.replay()) replay_labels_.push_back(item.tokens);
   const Json& e = training_.effective_settings();
   TrainControls& c = train_controls_;
-  c.task = e.contains("task") ? index_of(task_items, e["task"].get<std::string>()) : 3;
+  c.task = e.contains("task") ? task_index(e["task"].get<std::string>()) : int(train::tasks().size());
   c.steps = int_setting(e, "steps");
   c.batch_size = int_setting(e, "batch_size");
   c.d_model = int_setting(e, "d_model");
@@ -350,7 +361,12 @@ void App::draw_train_controls() {
     ImGui::TextWrapped(tr(Str::stopped), s.error.c_str());
     ImGui::PopStyleColor();
   }
-  if (!training_.pattern().empty()) ImGui::TextColored(dim_color, tr(Str::look_for), training_.pattern().c_str());
+  if (const auto texts = task_texts(training_.task())) {
+    ImGui::PushTextWrapPos(0);
+    ImGui::TextColored(dim_color, tr(Str::task_is), tr(texts->description));
+    ImGui::TextColored(dim_color, tr(Str::look_for), tr(texts->pattern));
+    ImGui::PopTextWrapPos();
+  }
   if (!Training::has_worker())
     ImGui::TextColored(dim_color, "%s", tr(Str::one_thread));
   draw_train_settings();
@@ -365,13 +381,13 @@ void App::draw_train_settings() {
     settings[key] = std::move(value);
   };
   int task = c.task;
-  const char* const task_labels[] = {task_items[0], task_items[1], task_items[2], tr(Str::task_file)};
-  if (ImGui::Combo(tr(Str::task), &task, task_labels, 4) && task != c.task) {
+  const int file_task = int(train::tasks().size());
+  if (ImGui::Combo(tr(Str::task), &task, task_label, nullptr, file_task + 1) && task != c.task) {
     settings = Json::object();
-    if (task < 3) settings["task"] = task_items[task];
+    if (task < file_task) settings["task"] = train::tasks()[size_t(task)].name;
     else if (train_data_path_[0]) settings["data"] = train_data_path_;
     if (playground_.config().training.contains("seed")) settings["seed"] = playground_.config().training["seed"];
-    if (task == 3 && !train_data_path_[0]) {
+    if (task == file_task && !train_data_path_[0]) {
       settings = Json();
       train_error_ = tr(platform_.external_model_picker() ? Str::choose_data_page : Str::type_data_path);
     }
@@ -483,9 +499,7 @@ void App::show_trained_model() {
   auto loaded = std::make_shared<LoadedModel>();
   loaded->model = *training_.model_copy();
   loaded->vocab = training_.vocab();
-  char name[96];
-  std::snprintf(name, sizeof name, "trained (step %zu)", train_view_.status.step);
-  loaded->name = name;
+  loaded->name = format(Str::trained_model_name, train_view_.status.step);
   PlaygroundConfig c = playground_.config();
   c.model = ModelKind::loaded;
   c.sentences.clear();
@@ -513,7 +527,7 @@ void App::save_trained_model() {
     status_ += "; " + platform_.save_file("trained.config.json", bytes(files.config), "application/json");
     status_ += "; " + platform_.save_file("trained.vocab.json", bytes(files.vocab), "application/json");
   } catch (const std::exception& e) {
-    status_ = std::string("could not save the model: ") + e.what();
+    status_ = format(Str::status_save_failed, e.what());
   }
 }
 

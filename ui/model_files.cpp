@@ -7,6 +7,7 @@
 #include "core/base/error.hpp"
 #include "core/base/threads.hpp"
 #include "core/io/safetensors.hpp"
+#include "ui/strings.hpp"
 
 namespace attn::ui {
 namespace {
@@ -175,7 +176,7 @@ LoadResult read_model_files(const ModelFiles& files, const ReadProgress& progres
   } catch (const InputError& e) {
     return {nullptr, e.what()};
   } catch (const std::bad_alloc&) {
-    return {nullptr, "out of memory reading the model"};
+    return {nullptr, tr(Str::read_out_of_memory)};
   } catch (const std::exception& e) {
     return {nullptr, std::string("error: ") + e.what()};
   }

@@ -478,8 +478,7 @@ void compute_transformer(const PlaygroundConfig& c, const Computed* previous, co
   }
   const TransformerConfig& t = out.model->config;
   if (path.backend && c.train) {
-    out.path_note = "exact path: train mode (dropout) needs it; the " + path.backend->name() +
-                    " backend computes eval mode only";
+    out.path_note = {Str::path_train_mode, path.backend->name()};
   }
   if (path.backend && !c.train) {
     DeviceModel device(*path.backend, *out.model);
@@ -491,10 +490,9 @@ void compute_transformer(const PlaygroundConfig& c, const Computed* previous, co
     out.computed_by = path.backend->name();
     if (t.num_layers) {
       out.not_computed = {"layers." + std::to_string(layer) + ".self_attn.scores"};
-      out.path_note = "computed on " + out.computed_by + "; pulled back: layer " + std::to_string(layer) +
-                      "'s stages and those outside the layers";
+      out.path_note = {Str::path_pulled_back, out.computed_by, layer};
     } else {
-      out.path_note = "computed on " + out.computed_by;
+      out.path_note = {Str::path_computed_on, out.computed_by};
     }
   } else {
     out.trace = classify(*out.model, batch.ids, batch.batch, batch.seq, c.mask, c.train ? &gen : nullptr);
@@ -558,20 +556,16 @@ std::vector<std::string> fused_layer_stages(size_t layer) {
 std::unique_ptr<Computed> compute(const PlaygroundConfig& c, const Computed* previous, const BackendPath& path) {
   const auto start = std::chrono::steady_clock::now();
   auto out = std::make_unique<Computed>();
-  if (c.sentences.empty()) throw InputError("enter at least one sentence");
-  if (c.model == ModelKind::loaded && !c.loaded)
-    throw InputError("no model loaded: open its weights (.safetensors), config and vocabulary (.json) files, or a "
-                     "BERT / GPT-2 checkpoint's config.json, model.safetensors and tokenizer files "
-                     "(a link cannot carry them)");
+  if (c.sentences.empty()) throw InputError(tr(Str::no_sentence));
+  if (c.model == ModelKind::loaded && !c.loaded) throw InputError(tr(Str::no_model_files));
   if (c.model == ModelKind::tutorial) {
     compute_tutorial(c, previous, *out);
     if (path.backend)
-      out->path_note = "exact path: the first tutorial always runs it (the " + path.backend->name() +
-                       " backend computes the Transformer)";
+      out->path_note = {Str::path_first_tutorial, path.backend->name()};
   } else if (c.model == ModelKind::loaded && c.loaded->pretrained) {
     compute_pretrained(*c.loaded->pretrained, c, *out);
     if (path.backend)
-      out->path_note = "exact path: the " + path.backend->name() + " backend computes the tutorial's classifier";
+      out->path_note = {Str::path_checkpoint, path.backend->name()};
   } else {
     compute_transformer(c, previous, path, *out);
   }
@@ -668,7 +662,7 @@ bool Playground::update() {
     error_ = e.what();
   } catch (const std::bad_alloc&) {
     result_.reset();
-    error_ = "out of memory: this configuration is too big";
+    error_ = tr(Str::compute_out_of_memory);
   } catch (const std::exception& e) {
     result_.reset();
     error_ = std::string("error: ") + e.what();
@@ -732,67 +726,68 @@ const char* stage_formula(const std::string& n) {
   struct Rule {
     const char* suffix;
     const char* formula;
+    const char* korean = nullptr;  // where its words need translating
   };
   static const Rule rules[] = {
       // BERT and GPT-2 checkpoints (docs/pretrained.md), before the tutorials' shorter suffixes
-      {"input_ids", "the model's tokenizer: WordPiece (BERT) or byte-level BPE (GPT-2)"},
-      {"attention_mask", "1 = token, 0 = padding"},
+      {"input_ids", "the model's tokenizer: WordPiece (BERT) or byte-level BPE (GPT-2)", "모델의 토크나이저: WordPiece (BERT) 또는 바이트 단위 BPE (GPT-2)"},
+      {"attention_mask", "1 = token, 0 = padding", "1 = 토큰, 0 = 패딩"},
       {"embeddings.word_embeddings", "word_embeddings[ids]"},
-      {"embeddings.position_embeddings", "position_embeddings[0:S]   (learned)"},
+      {"embeddings.position_embeddings", "position_embeddings[0:S]   (learned)", "position_embeddings[0:S]   (학습된 값)"},
       {"embeddings.token_type_embeddings", "token_type_embeddings[segment]"},
       {"attention.self.attention_scores", "Q K^T / sqrt(d) + (1 - mask) * finfo.min"},
-      {"attention_probs", "softmax(scores, dim=-1)   rows = queries, cols = keys"},
-      {"attention.self.context", "probs V, heads merged"},
+      {"attention_probs", "softmax(scores, dim=-1)   rows = queries, cols = keys", "softmax(scores, dim=-1)   행 = 쿼리, 열 = 키"},
+      {"attention.self.context", "probs V, heads merged", "probs V, 헤드를 합침"},
       {"attention.output.dense", "context W_O^T + b"},
       {"attention.output", "LayerNorm(dense + x)"},
       {"intermediate", "act(x W_1^T + b)"},
       {"output.dense", "intermediate W_2^T + b"},
-      {"last_hidden_state", "the last layer's output"},
+      {"last_hidden_state", "the last layer's output", "마지막 층의 출력"},
       {"pooler_output", "tanh([CLS] W^T + b)"},
       {"wte", "wte[ids]"},
-      {"wpe", "wpe[0:S]   (learned)"},
+      {"wpe", "wpe[0:S]   (learned)", "wpe[0:S]   (학습된 값)"},
       {"ln_1", "LayerNorm(x)"},
-      {"attn.scores", "Q K^T / sqrt(d), the future = finfo.min"},
-      {"attn_weights", "softmax(scores, dim=-1)   rows = queries, cols = keys"},
-      {"attn.merged", "weights V, heads merged"},
+      {"attn.scores", "Q K^T / sqrt(d), the future = finfo.min", "Q K^T / sqrt(d), 미래 = finfo.min"},
+      {"attn_weights", "softmax(scores, dim=-1)   rows = queries, cols = keys", "softmax(scores, dim=-1)   행 = 쿼리, 열 = 키"},
+      {"attn.merged", "weights V, heads merged", "weights V, 헤드를 합침"},
       {"attn.c_proj", "merged W + b   (Conv1D)"},
-      {"residual", "x + attention"},
+      {"residual", "x + attention", "x + 어텐션"},
       {"ln_2", "LayerNorm(residual)"},
       {"mlp.c_fc", "x W_fc + b   (Conv1D)"},
-      {"mlp.act", "gelu_new(c_fc)   (tanh approximation)"},
-      {"mlp.c_proj", "act W_proj + b; the block's output = residual + this"},
-      {"ln_f", "final LayerNorm"},
-      {"next_token_probs", "softmax(logits at the last token)"},
-      {"embeddings", "word + position (+ token type, then LayerNorm: BERT)"},
-      {"token_ids", "vocab[word]   ([PAD] = 0)"},
+      {"mlp.act", "gelu_new(c_fc)   (tanh approximation)", "gelu_new(c_fc)   (tanh 근사)"},
+      {"mlp.c_proj", "act W_proj + b; the block's output = residual + this", "act W_proj + b; 블록의 출력 = residual + 이 값"},
+      {"ln_f", "final LayerNorm", "마지막 LayerNorm"},
+      {"next_token_probs", "softmax(logits at the last token)", "softmax(마지막 토큰의 logits)"},
+      {"embeddings", "word + position (+ token type, then LayerNorm: BERT)", "단어 + 위치 (+ 토큰 종류, 그리고 LayerNorm: BERT)"},
+      {"token_ids", "vocab[word]   ([PAD] = 0)", "vocab[단어]   ([PAD] = 0)"},
       {"positional_encoding", "PE[pos, 2i] = sin(pos / 10000^(2i/d)),  PE[pos, 2i+1] = cos(...)"},
       {"embedding", "Embedding(ids) * sqrt(d_model)"},
       {"embedded", "embedding + PE[:S]"},
-      {"self_attn.query", "X W_Q^T + b, split into heads"},
-      {"self_attn.key", "X W_K^T + b, split into heads"},
-      {"self_attn.value", "X W_V^T + b, split into heads"},
+      {"self_attn.query", "X W_Q^T + b, split into heads", "X W_Q^T + b, 헤드로 나눔"},
+      {"self_attn.key", "X W_K^T + b, split into heads", "X W_K^T + b, 헤드로 나눔"},
+      {"self_attn.value", "X W_V^T + b, split into heads", "X W_V^T + b, 헤드로 나눔"},
       {"query", "Q = X W_Q^T"},
       {"key", "K = X W_K^T"},
       {"value", "V = X W_V^T"},
-      {"mask", "1 = may attend, 0 = masked"},
+      {"mask", "1 = may attend, 0 = masked", "1 = 볼 수 있음, 0 = 마스크됨"},
       {"self_attn.scores", "Q K^T / sqrt(d_k), masked_fill(mask == 0, -1e9)"},
       {"masked_scores", "masked_fill(mask == 0, -1e9)"},
       {"scaled_scores", "Q K^T / sqrt(d_k)"},
       {"scores", "Q K^T"},
-      {"attention_weights", "softmax(scores, dim=-1)   rows = queries, cols = keys"},
-      {"self_attn.attention_output", "weights V, heads merged"},
+      {"attention_weights", "softmax(scores, dim=-1)   rows = queries, cols = keys", "softmax(scores, dim=-1)   행 = 쿼리, 열 = 키"},
+      {"self_attn.attention_output", "weights V, heads merged", "weights V, 헤드를 합침"},
       {"attention_output", "weights V"},
-      {"self_attn.output", "concat(heads) W_O^T + b"},
-      {"norm1", "LayerNorm(x + dropout(attention))"},
+      {"self_attn.output", "concat(heads) W_O^T + b", "concat(헤드들) W_O^T + b"},
+      {"norm1", "LayerNorm(x + dropout(attention))", "LayerNorm(x + dropout(어텐션))"},
       {"ffn.output", "linear2(dropout(relu(linear1(x))))"},
       {"norm2", "LayerNorm(x + dropout(ffn))"},
-      {".output", "the layer's output"},
-      {"encoder_output", "final LayerNorm"},
-      {"pooled", "mean over positions"},
+      {".output", "the layer's output", "층의 출력"},
+      {"encoder_output", "final LayerNorm", "마지막 LayerNorm"},
+      {"pooled", "mean over positions", "위치에 걸친 평균"},
       {"logits", "fc(pooled); GPT-2: ln_f wte^T"},
   };
   for (const Rule& r : rules)
-    if (ends_with(n, r.suffix)) return r.formula;
+    if (ends_with(n, r.suffix)) return r.korean && language() == Lang::ko ? r.korean : r.formula;
   return "";
 }
 

@@ -115,7 +115,11 @@ struct Computed {
   // backend was selected (what it pulled back, or why the exact path ran instead); and the stages the
   // fused path cannot compute (the shown layer's scores), for the pipeline to name.
   std::string computed_by = "exact";
-  std::string path_note;
+  struct PathNote {  // formatted when drawn, in the language shown: note's text with backend (and layer)
+    std::optional<Str> note;
+    std::string backend;
+    size_t layer = 0;
+  } path_note;
   std::vector<std::string> not_computed;
 };
 

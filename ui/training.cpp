@@ -225,7 +225,7 @@ void Training::configure(const Json& settings) {
   layers_ = c.num_layers;
   heads_ = c.num_heads;
   classes_ = c.num_classes;
-  pattern_ = r.data.task ? r.data.task->pattern : "";
+  task_ = r.data.task ? r.data.task->name : "";
   {
     std::lock_guard<std::mutex> lock(view_mutex_);
     published_ = View();

@@ -83,7 +83,7 @@ class Training {
   const std::vector<ReplayItem>& replay() const { return replay_; }
   size_t num_layers() const { return layers_; }
   size_t num_heads() const { return heads_; }
-  const std::string& pattern() const { return pattern_; }  // the task's, or ""
+  const std::string& task() const { return task_; }  // the built-in task's name, or "" (a file)
   size_t num_classes() const { return classes_; }
 
   // Play runs steps until the last one (on the worker, or in pump()); pause returns after the step in flight.
@@ -130,7 +130,7 @@ class Training {
   Json settings_, effective_;
   std::vector<ReplayItem> replay_;
   size_t layers_ = 0, heads_ = 0, classes_ = 0;
-  std::string pattern_;
+  std::string task_;
   std::unique_ptr<Run> run_;  // touched under run_mutex_ only
   mutable std::mutex run_mutex_;
   // Published for the UI, under view_mutex_.

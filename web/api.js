@@ -75,13 +75,16 @@
 
   let applyingHash = false;
   let pageLang = null;
+  let pageTexts = {};
+  // A page message in the UI's language: the table's text with each %s filled in turn.
+  const say = (key, ...args) => (pageTexts[key] || key).replace(/%s/g, () => String(args.shift()));
   // The page's own labels (elements with data-tr="page_…"; data-tr-title for their tooltips) in the UI's
   // language: the texts come from the UI's table (ui/strings_table.inc).
   function translatePage(lang, labels) {
     if (lang === null || lang === pageLang) return;
     pageLang = lang;
     document.documentElement.lang = lang;
-    const texts = JSON.parse(labels);
+    const texts = pageTexts = JSON.parse(labels);
     for (const el of document.querySelectorAll('[data-tr]')) {
       const text = texts[el.dataset.tr];
       if (text !== undefined) el.textContent = text;
@@ -251,18 +254,18 @@
         const mib = (n) => (n / 1048576).toFixed(1);
         const total = files.reduce((n, f) => n + read(f), 0);
         let done = 0;
-        show('reading ' + mib(total) + ' MiB…');
+        show(say('page_reading', mib(total)));
         const chosen = await Promise.all(files.map(async (f) => {
           const bytes = read(f) ? new Uint8Array(await f.arrayBuffer()) : new Uint8Array(0);
           done += bytes.length;
-          show('reading ' + mib(done) + ' of ' + mib(total) + ' MiB…');
+          show(say('page_reading_of', mib(done), mib(total)));
           return { name: f.name, bytes };
         }));
-        show('checking the model…');
+        show(say('page_checking'));
         await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve)));  // shown before the engine runs
         const error = loadFiles(chosen);
         // The model's name lists the files it was read from (not a folder's README or pickle).
-        show(error ? 'not loaded: ' + error : 'loaded ' + window.attnlab.state().loaded_model);
+        show(error ? say('page_not_loaded', error) : say('page_loaded', window.attnlab.state().loaded_model));
       });
     }
     const dataPicker = document.getElementById('train-data');
@@ -274,10 +277,10 @@
       if (note) delete note.dataset.tr;  // a message from here on, not the label to translate
       try {
         train({ data: { name: f.name, bytes: new Uint8Array(await f.arrayBuffer()) } });
-        if (note) note.textContent = note.title = 'training on ' + f.name;
+        if (note) note.textContent = note.title = say('page_training_on', f.name);
         window.attnlab.selectView({ tab: 'train' });
       } catch (e) {
-        if (note) note.textContent = note.title = 'not used: ' + e.message;
+        if (note) note.textContent = note.title = say('page_not_used', e.message);
       }
     });
     window.addEventListener('hashchange', () => {

@@ -28,7 +28,7 @@ class WebPlatform : public attn::ui::GlPlatform {
   std::string save_file(const std::string& name, const std::vector<uint8_t>& bytes, const std::string& mime) override {
     EM_ASM({ Module.attnlabDownload(UTF8ToString($0), HEAPU8.slice($1, $1 + $2), UTF8ToString($3)); }, name.c_str(),
            bytes.data(), bytes.size(), mime.c_str());
-    return "downloaded " + name;
+    return attn::ui::format(attn::ui::Str::status_downloaded, name.c_str());
   }
   bool external_sentence_field() const override { return true; }
   bool external_model_picker() const override { return true; }

@@ -35,7 +35,9 @@
 #include "native/backends.hpp"
 #include "ui/alloc_count.hpp"
 #include "ui/app.hpp"
+#include "ui/drawn_text.hpp"
 #include "ui/gl_platform.hpp"
+#include "ui/tour.hpp"
 
 namespace {
 
@@ -44,7 +46,8 @@ class NativePlatform : public attn::ui::GlPlatform {
   std::string save_file(const std::string& name, const std::vector<uint8_t>& bytes, const std::string&) override {
     std::ofstream out(name, std::ios::binary);
     out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-    return out ? "saved " + name + " (" + std::to_string(bytes.size()) + " bytes)" : "could not write " + name;
+    return out ? attn::ui::format(attn::ui::Str::status_saved, name.c_str(), bytes.size())
+               : attn::ui::format(attn::ui::Str::status_write_failed, name.c_str());
   }
   bool external_sentence_field() const override { return false; }
   bool external_model_picker() const override { return false; }
@@ -109,19 +112,35 @@ FrameCost render_frame(GLFWwindow* window, attn::ui::App& app, const attn::ui::P
   return cost;
 }
 
+// The Korean UI's untranslated words in the last frame's text (ui/drawn_text.hpp), one sentence each.
+std::vector<std::string> untranslated_text() {
+  std::vector<std::string> found;
+  for (const std::string& run : attn::ui::drawn_text(*ImGui::GetDrawData(), *ImGui::GetIO().Fonts)) {
+    const std::vector<std::string> words = attn::ui::english_only_words(run);
+    if (!words.empty()) found.push_back("untranslated '" + words.front() + "' in \"" + run + "\"");
+  }
+  return found;
+}
+
 // --check-layout: every view laid out for two frames (a tab shows from the frame after it is selected;
 // nothing is drawn: the layout is all it checks), then what the last frame placed that overlaps or is
-// cut off. 1 when anything is.
+// cut off; in Korean, every tour step too, and any English UI word the frames drew. 1 when anything is.
 int check_layout(GLFWwindow* window, attn::ui::App& app, const attn::ui::Playground& playground) {
   render_frame(window, app, playground);  // computes: the views list the result's stages
+  const bool korean = attn::ui::language() == attn::ui::Lang::ko;
+  attn::Json all = app.layout_views();
+  for (int step = 1; korean && step <= attn::ui::tour_length; ++step) all.push_back({{"tour", step}});
+  if (korean) all.push_back({{"tour", 0}});
   size_t views = 0, boxes = 0, problems = 0;
-  for (const attn::Json& view : app.layout_views()) {
+  for (const attn::Json& view : all) {
     app.select_view(view);
     for (int frame = 0; frame < 2; ++frame) {
       glfwPollEvents();
       render_frame(window, app, playground, false);
     }
-    const std::vector<std::string> found = app.layout().problems();
+    std::vector<std::string> found = app.layout().problems();
+    if (korean)
+      for (std::string& s : untranslated_text()) found.push_back(std::move(s));
     ++views;
     boxes += app.layout().boxes().size();
     problems += found.size();

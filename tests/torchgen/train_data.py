@@ -157,7 +157,24 @@ def _places(g, i):
     return words
 
 
-TASKS = {"duplicate": (_duplicate, 2), "brackets": (_brackets, 2), "places": (_places, 3)}
+def _asked(g, i):
+    people = torch.randperm(5, generator=g).tolist()
+    places = torch.randperm(3, generator=g).tolist()
+    time = _draw(g, 4)
+    past = time == 3
+    words = [TIMES[time]] if time else []
+    for k in range(3):
+        study = _draw(g, 2) == 1
+        words += [SUBJECTS[people[k]], PLACES_AT[places[k]] if study else PLACES_TO[places[k]]]
+        if k < 2:
+            words.append("공부하고" if study else "가고")
+        else:
+            words.append(("공부했다" if past else "공부한다") if study else ("갔다" if past else "간다"))
+    words.append(SUBJECTS[people[places.index(i % 3)]])
+    return words
+
+
+TASKS = {"duplicate": (_duplicate, 2), "brackets": (_brackets, 2), "places": (_places, 3), "asked": (_asked, 3)}
 
 
 def _task_cases():
