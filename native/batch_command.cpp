@@ -26,7 +26,7 @@
 #include "native/backends.hpp"
 #include "native/batch_io.hpp"
 #include "native/commands.hpp"
-#include "native/model_options.hpp"
+#include "core/model/model_options.hpp"
 
 namespace attn::cli {
 namespace {

@@ -1,17 +1,15 @@
-// Pieces shared by the `attn` subcommands: strict number parsing and the sentence options.
+// Pieces shared by the `attn` subcommands: the sentence options and checked printing (strict number
+// parsing is core/base/parse.hpp, which every front end uses).
 #pragma once
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace attn::cli {
+#include "core/base/parse.hpp"
+#include "core/torch/rng.hpp"
 
-// A decimal integer >= min, or an InputError naming the flag.
-size_t parse_size(const std::string& flag, const std::string& text, size_t min);
-uint64_t parse_seed(const std::string& text);
-// A finite decimal number, or an InputError naming the flag.
-double parse_number(const std::string& flag, const std::string& text);
+namespace attn::cli {
 
 struct SentenceOptions {
   std::vector<std::string> sentences;

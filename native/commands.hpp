@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "core/model/model_options.hpp"
+#include "core/train/train_run.hpp"
 #include "native/cli.hpp"
 
 namespace attn::cli {
@@ -14,15 +16,8 @@ struct TutorialOptions {
 };
 void add_tutorial_command(CLI::App& app, TutorialOptions& o);
 
-// The model options `attn encode` and `attn batch` share.
-struct ModelOptions {
-  std::string config_file, seed, weights, vocab, mask = "padding";
-  std::string model_dir, merges;  // a Hugging Face checkpoint (add_pretrained_options)
-  // Model sizes as flags (override --config); empty = not given.
-  std::string vocab_size, d_model, num_heads, num_layers, d_ff, max_len, num_classes, dropout, activation,
-      pooling, layer_style;
-  bool norm_first = false, post_norm = false, encoder_only = false, train = false;
-};
+// The model options `attn encode`, `attn batch` and `attn train` share (core/model/model_options.hpp).
+using attn::ModelOptions;
 // With `seed_with_weights`, --seed may join --weights (it seeds what else draws: attn train's dropout and order).
 void add_model_options(CLI::App& cmd, ModelOptions& o, bool seed_with_weights = false);
 // --model-dir and --merges: a BERT or GPT-2 checkpoint instead of the tutorial's classifier.
@@ -49,15 +44,8 @@ struct BatchOptions {
 };
 void add_batch_command(CLI::App& app, BatchOptions& o);
 
-struct TrainOptions {
-  ModelOptions model;
-  std::string task, data, val_data, val_fraction, save_data, save_val_data;
-  std::string steps, epochs, batch_size, optimizer, lr, weight_decay, momentum, dampening, betas, eps,
-      clip_grad_norm, schedule = "constant", warmup = "0", label_smoothing = "0", eval_every, threads = "1",
-      backend;  // backend empty: the exact path
-  bool nesterov = false, no_shuffle = false, resume = false, quiet = false;
-  std::string log, save_weights, save_config, save_vocab, save_grads, checkpoint, checkpoint_every = "100";
-  int exit_status = 0;  // 130 when interrupted (after its checkpoint)
+struct TrainOptions : train::TrainOptions {  // core/train/train_run.hpp
+  int exit_status = 0;                       // 130 when interrupted (after its checkpoint)
 };
 void add_train_command(CLI::App& app, TrainOptions& o);
 

@@ -14,7 +14,7 @@
 #include "core/model/tutorial.hpp"
 #include "native/backends.hpp"
 #include "native/commands.hpp"
-#include "native/model_options.hpp"
+#include "core/model/model_options.hpp"
 
 namespace attn::cli {
 namespace {

@@ -17,7 +17,7 @@
 #include "core/base/threads.hpp"
 #include "core/train/train.hpp"
 #include "native/commands.hpp"
-#include "native/train_setup.hpp"
+#include "core/train/train_run.hpp"
 
 namespace attn::cli {
 namespace {
@@ -54,7 +54,7 @@ void resume(const std::string& dir, train::Trainer& trainer, const Json& run) {
 
 // The log so far, cut back to the records of the first `steps` steps (a resumed run rewrites the rest).
 void cut_log(const std::string& path, size_t steps) {
-  std::istringstream in(read_file(path, "log"));
+  std::istringstream in(read_text_file(path, "log"));
   std::string kept, line;
   while (std::getline(in, line)) {
     Json r;
@@ -78,7 +78,7 @@ std::string duration(double seconds) {
 
 class Run {
  public:
-  Run(const TrainOptions& o, RunData data, train::Trainer& trainer)
+  Run(const TrainOptions& o, train::RunData data, train::Trainer& trainer)
       : o_(o), data_(std::move(data)), trainer_(trainer), progress_(!o.quiet && isatty(STDERR_FILENO)) {}
 
   // Steps until the end or an interruption; returns the exit status.
@@ -138,7 +138,7 @@ class Run {
   }
 
   const TrainOptions& o_;
-  RunData data_;
+  train::RunData data_;
   train::Trainer& trainer_;
   const bool progress_;
   std::ofstream log_;
@@ -173,7 +173,7 @@ void summarize(const Run& run, size_t steps) {
 }
 
 void run_train(TrainOptions& o) {
-  TrainRun r = prepare_train_run(o);
+  train::TrainRun r = train::prepare_train_run(o);
   if (!o.save_data.empty())
     write_file_atomically(o.save_data, [&](std::ostream& s) { s << train::data_jsonl(r.data.sets.train); });
   if (!o.save_val_data.empty())

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Checks core/'s folder rules: each folder includes only the folders its README's "May use:" line
-names, and nothing in core includes a window, GL or GUI header. Exit 1 with each breach listed."""
+names, nothing in core includes a window, GL or GUI header, and ui/ (both shells' UI) includes neither
+shell (native/, web/). Exit 1 with each breach listed."""
 import pathlib
 import re
 import sys
@@ -40,6 +41,11 @@ for folder in folders:
                     breaches.append(f"{where}: core/{folder.name} may not use core/{parts[1]}")
     if not any(folder.iterdir()):
         breaches.append(f"{folder}: empty")
+for source in sorted((core.parent / "ui").glob("*.[ch]pp")):
+    for number, line in enumerate(source.read_text().splitlines(), 1):
+        include = re.match(r'\s*#\s*include\s*"((native|web)/[^"]+)"', line)
+        if include:
+            breaches.append(f"ui/{source.name}:{number}: {include.group(1)}: the UI includes a shell's code")
 stray = [p.name for p in core.iterdir() if p.is_file() and p.suffix in (".hpp", ".cpp")]
 breaches += [f"core/{name}: sources belong in a folder" for name in stray]
 print("\n".join(breaches) or f"layout: {len(folders)} folders follow their rules")

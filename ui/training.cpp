@@ -8,7 +8,7 @@
 #include "core/base/error.hpp"
 #include "core/base/threads.hpp"
 #include "core/io/safetensors.hpp"
-#include "native/train_setup.hpp"
+#include "core/train/train_run.hpp"
 
 namespace attn::ui {
 namespace {
@@ -18,54 +18,54 @@ using Clock = std::chrono::steady_clock;
 // The settings' keys and the option each one sets.
 struct StringKey {
   const char* key;
-  std::string cli::TrainOptions::*train;
-  std::string cli::ModelOptions::*model;
+  std::string train::TrainOptions::*train;
+  std::string ModelOptions::*model;
 };
 const StringKey string_keys[] = {
-    {"task", &cli::TrainOptions::task, nullptr},
-    {"data", &cli::TrainOptions::data, nullptr},
-    {"val_data", &cli::TrainOptions::val_data, nullptr},
-    {"val_fraction", &cli::TrainOptions::val_fraction, nullptr},
-    {"steps", &cli::TrainOptions::steps, nullptr},
-    {"epochs", &cli::TrainOptions::epochs, nullptr},
-    {"batch_size", &cli::TrainOptions::batch_size, nullptr},
-    {"optimizer", &cli::TrainOptions::optimizer, nullptr},
-    {"lr", &cli::TrainOptions::lr, nullptr},
-    {"weight_decay", &cli::TrainOptions::weight_decay, nullptr},
-    {"momentum", &cli::TrainOptions::momentum, nullptr},
-    {"dampening", &cli::TrainOptions::dampening, nullptr},
-    {"betas", &cli::TrainOptions::betas, nullptr},
-    {"eps", &cli::TrainOptions::eps, nullptr},
-    {"clip_grad_norm", &cli::TrainOptions::clip_grad_norm, nullptr},
-    {"schedule", &cli::TrainOptions::schedule, nullptr},
-    {"warmup", &cli::TrainOptions::warmup, nullptr},
-    {"label_smoothing", &cli::TrainOptions::label_smoothing, nullptr},
-    {"eval_every", &cli::TrainOptions::eval_every, nullptr},
-    {"threads", &cli::TrainOptions::threads, nullptr},
-    {"backend", &cli::TrainOptions::backend, nullptr},
-    {"seed", nullptr, &cli::ModelOptions::seed},
-    {"mask", nullptr, &cli::ModelOptions::mask},
-    {"vocab_size", nullptr, &cli::ModelOptions::vocab_size},
-    {"d_model", nullptr, &cli::ModelOptions::d_model},
-    {"num_heads", nullptr, &cli::ModelOptions::num_heads},
-    {"num_layers", nullptr, &cli::ModelOptions::num_layers},
-    {"d_ff", nullptr, &cli::ModelOptions::d_ff},
-    {"max_len", nullptr, &cli::ModelOptions::max_len},
-    {"num_classes", nullptr, &cli::ModelOptions::num_classes},
-    {"dropout", nullptr, &cli::ModelOptions::dropout},
-    {"activation", nullptr, &cli::ModelOptions::activation},
-    {"layer_style", nullptr, &cli::ModelOptions::layer_style},
+    {"task", &train::TrainOptions::task, nullptr},
+    {"data", &train::TrainOptions::data, nullptr},
+    {"val_data", &train::TrainOptions::val_data, nullptr},
+    {"val_fraction", &train::TrainOptions::val_fraction, nullptr},
+    {"steps", &train::TrainOptions::steps, nullptr},
+    {"epochs", &train::TrainOptions::epochs, nullptr},
+    {"batch_size", &train::TrainOptions::batch_size, nullptr},
+    {"optimizer", &train::TrainOptions::optimizer, nullptr},
+    {"lr", &train::TrainOptions::lr, nullptr},
+    {"weight_decay", &train::TrainOptions::weight_decay, nullptr},
+    {"momentum", &train::TrainOptions::momentum, nullptr},
+    {"dampening", &train::TrainOptions::dampening, nullptr},
+    {"betas", &train::TrainOptions::betas, nullptr},
+    {"eps", &train::TrainOptions::eps, nullptr},
+    {"clip_grad_norm", &train::TrainOptions::clip_grad_norm, nullptr},
+    {"schedule", &train::TrainOptions::schedule, nullptr},
+    {"warmup", &train::TrainOptions::warmup, nullptr},
+    {"label_smoothing", &train::TrainOptions::label_smoothing, nullptr},
+    {"eval_every", &train::TrainOptions::eval_every, nullptr},
+    {"threads", &train::TrainOptions::threads, nullptr},
+    {"backend", &train::TrainOptions::backend, nullptr},
+    {"seed", nullptr, &ModelOptions::seed},
+    {"mask", nullptr, &ModelOptions::mask},
+    {"vocab_size", nullptr, &ModelOptions::vocab_size},
+    {"d_model", nullptr, &ModelOptions::d_model},
+    {"num_heads", nullptr, &ModelOptions::num_heads},
+    {"num_layers", nullptr, &ModelOptions::num_layers},
+    {"d_ff", nullptr, &ModelOptions::d_ff},
+    {"max_len", nullptr, &ModelOptions::max_len},
+    {"num_classes", nullptr, &ModelOptions::num_classes},
+    {"dropout", nullptr, &ModelOptions::dropout},
+    {"activation", nullptr, &ModelOptions::activation},
+    {"layer_style", nullptr, &ModelOptions::layer_style},
 };
 struct FlagKey {
   const char* key;
-  bool cli::TrainOptions::*train;
-  bool cli::ModelOptions::*model;
+  bool train::TrainOptions::*train;
+  bool ModelOptions::*model;
 };
 const FlagKey flag_keys[] = {
-    {"nesterov", &cli::TrainOptions::nesterov, nullptr},
-    {"no_shuffle", &cli::TrainOptions::no_shuffle, nullptr},
-    {"norm_first", nullptr, &cli::ModelOptions::norm_first},
-    {"post_norm", nullptr, &cli::ModelOptions::post_norm},
+    {"nesterov", &train::TrainOptions::nesterov, nullptr},
+    {"no_shuffle", &train::TrainOptions::no_shuffle, nullptr},
+    {"norm_first", nullptr, &ModelOptions::norm_first},
+    {"post_norm", nullptr, &ModelOptions::post_norm},
 };
 
 // A setting's value as the command line would spell it.
@@ -89,7 +89,7 @@ const char* optimizer_name(OptimizerKind k) {
   return k == OptimizerKind::sgd ? "sgd" : k == OptimizerKind::adam ? "adam" : "adamw";
 }
 
-Json effective_json(const cli::TrainOptions& o, const cli::TrainRun& r) {
+Json effective_json(const train::TrainOptions& o, const train::TrainRun& r) {
   const train::TrainSettings& s = r.settings;
   const TransformerConfig& c = r.data.config;
   Json j = {{"steps", s.steps}, {"batch_size", s.batch_size}, {"optimizer", optimizer_name(s.optimizer.kind)},
@@ -112,9 +112,9 @@ std::atomic<uint64_t> next_snapshot_id{1};
 
 }  // namespace
 
-cli::TrainOptions training_options(const Json& settings) {
+train::TrainOptions training_options(const Json& settings) {
   if (!settings.is_object()) throw InputError("training settings must be a JSON object");
-  cli::TrainOptions o;
+  train::TrainOptions o;
   o.model.mask = "";  // the task's mask, else padding (as attn train)
   if (threads_available) o.threads = "auto";  // every core: the bytes are the same on any number
   for (const auto& [key, value] : settings.items()) {
@@ -173,8 +173,8 @@ Json status_json(const TrainingStatus& s) {
 // --- the run ---
 
 struct Training::Run {
-  cli::TrainOptions options;
-  cli::TrainRun r;
+  train::TrainOptions options;
+  train::TrainRun r;
   std::vector<train::LabelledItem> replay;
   size_t snapshot_every = 1;
   Clock::time_point last_live = Clock::now();
@@ -204,8 +204,8 @@ void Training::stop_worker() {
 void Training::configure(const Json& settings) {
   auto run = std::make_unique<Run>();
   run->options = training_options(settings);
-  run->r = cli::prepare_train_run(run->options);
-  cli::TrainRun& r = run->r;
+  run->r = train::prepare_train_run(run->options);
+  train::TrainRun& r = run->r;
   if (run->options.eval_every.empty()) r.eval_every = std::max<size_t>(1, r.settings.steps / default_evaluations);
   const auto& pool = r.data.sets.val.empty() ? r.data.sets.train : r.data.sets.val;
   run->replay.assign(pool.begin(), pool.begin() + std::ptrdiff_t(std::min(replay_items, pool.size())));

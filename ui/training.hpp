@@ -1,5 +1,5 @@
 // The Train tab's run without any window: attn train's options from a JSON object of settings, the
-// run they build (native/train_setup.hpp, the CLI's own code, so the same settings give the losses of
+// run they build (core/train/train_run.hpp, the code attn train runs, so the same settings give the losses of
 // `attn train --log` bit for bit), its log, and snapshots of the attention of a few validation items
 // as the model learns. Natively the steps run on a worker thread; where there are no threads (the
 // WebAssembly build) the UI calls pump() once per frame, which steps for at most a few milliseconds.
@@ -18,7 +18,7 @@
 #include "core/base/json.hpp"
 #include "core/base/tensor.hpp"
 #include "core/train/train.hpp"
-#include "native/commands.hpp"
+#include "core/train/train_run.hpp"
 
 namespace attn::ui {
 
@@ -27,7 +27,7 @@ namespace attn::ui {
 // and booleans (the flags: "no_shuffle", "nesterov", "norm_first", "post_norm"); "betas" also as [b1, b2].
 // Neither task nor data: the duplicate task. Throws InputError for an unknown key or a value of the
 // wrong type; the run checks the values.
-cli::TrainOptions training_options(const Json& settings);
+train::TrainOptions training_options(const Json& settings);
 // The settings without "data" (a file cannot travel in a link) as URL-hash pairs "train.KEY=VALUE"
 // (percent-encoded, in key order), and back: values that parse as JSON numbers or booleans are those.
 std::vector<std::pair<std::string, std::string>> training_hash_pairs(const Json& settings);

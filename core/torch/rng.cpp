@@ -6,6 +6,7 @@
 #include "core/torch/rng.hpp"
 
 #include "core/base/bits.hpp"
+#include "core/base/error.hpp"
 
 #include <algorithm>
 #include <cfloat>
@@ -347,6 +348,12 @@ std::optional<uint64_t> parse_torch_seed(const std::string& text) {
     magnitude = magnitude * 10 + digit;
   }
   return negative ? ~magnitude + 1 : magnitude;  // two's complement, as torch reinterprets it
+}
+
+uint64_t parse_seed(const std::string& text) {
+  auto seed = parse_torch_seed(text);
+  if (!seed) throw InputError("--seed expects an integer in [-2^63, 2^64) as torch.manual_seed accepts, got '" + text + "'");
+  return *seed;
 }
 
 }  // namespace attn

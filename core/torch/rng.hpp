@@ -81,5 +81,7 @@ void embedding_init(TorchGenerator& g, float* w, size_t num, size_t dim, std::op
 // Parses a seed as torch.manual_seed accepts it: an integer in [-2^63, 2^64) (negative values as
 // two's complement). Returns nullopt for anything else.
 std::optional<uint64_t> parse_torch_seed(const std::string& text);
+// The same as an option's value: an InputError naming --seed for anything else.
+uint64_t parse_seed(const std::string& text);
 
 }  // namespace attn

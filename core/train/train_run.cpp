@@ -1,33 +1,19 @@
-#include "native/train_setup.hpp"
+#include "core/train/train_run.hpp"
 
-#include <fstream>
-#include <sstream>
-
-#include "core/batch/batch.hpp"
 #include "core/base/error.hpp"
+#include "core/base/parse.hpp"
 #include "core/base/threads.hpp"
-#include "native/model_options.hpp"
+#include "core/batch/batch.hpp"
 
-namespace attn::cli {
-
-std::string read_file(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot read " + what + " '" + path + "'");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+namespace attn::train {
 
 namespace {
-
-
-
-std::vector<train::LabelledLine> read_lines(const std::string& path) {
-  return train::parse_data(path, read_file(path, "data file"));
+std::vector<LabelledLine> read_lines(const std::string& path) {
+  return parse_data(path, read_text_file(path, "data file"));
 }
 
 // Token ids need rows up to the largest id; text needs the vocabulary's rows.
-size_t rows_needed(const Vocab& vocab, const std::vector<train::LabelledLine>& lines) {
+size_t rows_needed(const Vocab& vocab, const std::vector<LabelledLine>& lines) {
   size_t rows = vocab.size();
   for (const auto& l : lines)
     for (int64_t id : l.raw.ids) rows = std::max(rows, size_t(id) + 1);
@@ -37,31 +23,31 @@ size_t rows_needed(const Vocab& vocab, const std::vector<train::LabelledLine>& l
 RunData load_data(const TrainOptions& o, uint64_t seed) {
   RunData d;
   if (!o.task.empty()) {
-    d.task = &train::find_task(o.task);
-    d.sets = train::task_data(*d.task, d.task->train_size, d.task->val_size, seed);
+    d.task = &find_task(o.task);
+    d.sets = task_data(*d.task, d.task->train_size, d.task->val_size, seed);
     d.vocab = Vocab(d.task->tokens);
     d.config = model_config(o.model, config_to_json(d.task->model));
     return d;
   }
   const auto train_lines = read_lines(o.data);
-  const auto val_lines = o.val_data.empty() ? std::vector<train::LabelledLine>{} : read_lines(o.val_data);
+  const auto val_lines = o.val_data.empty() ? std::vector<LabelledLine>{} : read_lines(o.val_data);
   if (auto vocab = model_vocab(o.model)) {
     d.vocab = std::move(*vocab);
   } else {
-    train::add_words(d.vocab, train_lines);
-    train::add_words(d.vocab, val_lines);
+    add_words(d.vocab, train_lines);
+    add_words(d.vocab, val_lines);
   }
   d.config = model_config(o.model);
-  const Json given = o.model.config_file.empty() ? Json::object() : Json::parse(read_file(o.model.config_file, "config file"));
+  const Json given = o.model.config_file.empty() ? Json::object() : read_json_file(o.model.config_file, "config file");
   if (o.model.vocab_size.empty() && !given.contains("vocab_size"))
     d.config.vocab_size = std::max(rows_needed(d.vocab, train_lines), rows_needed(d.vocab, val_lines));
   const batch::ItemRules rules{&d.vocab, d.config.vocab_size, d.config.max_len};
-  d.sets.train = train::make_items(o.data, train_lines, rules);
-  if (!o.val_data.empty()) d.sets.val = train::make_items(o.val_data, val_lines, rules);
+  d.sets.train = make_items(o.data, train_lines, rules);
+  if (!o.val_data.empty()) d.sets.val = make_items(o.val_data, val_lines, rules);
   if (o.model.num_classes.empty() && !given.contains("num_classes"))
-    d.config.num_classes = std::max(train::class_count(d.sets.train), train::class_count(d.sets.val));
+    d.config.num_classes = std::max(class_count(d.sets.train), class_count(d.sets.val));
   if (!o.val_fraction.empty())
-    d.sets = train::split_validation(std::move(d.sets.train), parse_number("--val-fraction", o.val_fraction), seed);
+    d.sets = split_validation(std::move(d.sets.train), parse_number("--val-fraction", o.val_fraction), seed);
   return d;
 }
 
@@ -79,9 +65,9 @@ Rounding training_rounding(const std::string& backend) {
                    "(fused products, faster), not '" + backend + "'");
 }
 
-train::TrainSettings settings_of(const TrainOptions& o, const RunData& d, uint64_t seed) {
-  const train::TaskSpec* t = d.task;
-  train::TrainSettings s;
+TrainSettings settings_of(const TrainOptions& o, const RunData& d, uint64_t seed) {
+  const TaskSpec* t = d.task;
+  TrainSettings s;
   OptimizerSettings& opt = s.optimizer;
   opt.kind = parse_optimizer(o.optimizer.empty() ? (t ? t->optimizer : "adamw") : o.optimizer);
   opt.lr = o.lr.empty() ? (t ? t->lr : 1e-3) : parse_number("--lr", o.lr);
@@ -93,7 +79,7 @@ train::TrainSettings settings_of(const TrainOptions& o, const RunData& d, uint64
   if (!o.eps.empty()) opt.eps = parse_number("--eps", o.eps);
   s.batch_size = o.batch_size.empty() ? (t ? t->batch_size : 32) : parse_size("--batch-size", o.batch_size, 1);
   if (!o.epochs.empty())
-    s.steps = train::steps_for_epochs(parse_size("--epochs", o.epochs, 1), d.sets.train.size(), s.batch_size);
+    s.steps = steps_for_epochs(parse_size("--epochs", o.epochs, 1), d.sets.train.size(), s.batch_size);
   else
     s.steps = o.steps.empty() ? (t ? t->steps : 1000) : parse_size("--steps", o.steps, 1);
   s.schedule = {parse_schedule(o.schedule), parse_size("--warmup", o.warmup, 0), s.steps};
@@ -107,7 +93,7 @@ train::TrainSettings settings_of(const TrainOptions& o, const RunData& d, uint64
   return s;
 }
 
-Json settings_json(const train::TrainSettings& s) {
+Json settings_json(const TrainSettings& s) {
   const OptimizerSettings& o = s.optimizer;
   return {{"optimizer", int(o.kind)}, {"lr", o.lr}, {"weight_decay", o.weight_decay ? Json(*o.weight_decay) : Json()},
           {"momentum", o.momentum}, {"dampening", o.dampening}, {"nesterov", o.nesterov}, {"betas", {o.beta1, o.beta2}},
@@ -117,7 +103,7 @@ Json settings_json(const train::TrainSettings& s) {
           {"rounding", s.rounding == Rounding::exact ? "exact" : "fused"}};
 }
 
-std::string items_hash(const std::vector<train::LabelledItem>& items) {
+std::string items_hash(const std::vector<LabelledItem>& items) {
   batch::Fnv1a h;
   for (const auto& item : items) {
     h.update(item.ids.data(), item.ids.size() * sizeof(int64_t));
@@ -127,7 +113,7 @@ std::string items_hash(const std::vector<train::LabelledItem>& items) {
 }
 
 // Everything a checkpoint must agree with to be continued; --resume names the first key that differs.
-Json run_identity(const RunData& d, const train::TrainSettings& s, const TransformerModel& initial) {
+Json run_identity(const RunData& d, const TrainSettings& s, const TransformerModel& initial) {
   return {{"model", batch::model_identity(initial)}, {"vocabulary", batch::vocab_identity(&d.vocab)},
           {"training data", items_hash(d.sets.train)}, {"validation data", items_hash(d.sets.val)},
           {"training settings", settings_json(s)}};
@@ -157,8 +143,8 @@ TrainRun prepare_train_run(const TrainOptions& o) {
   TorchGenerator gen(seed);
   TransformerModel model = build_model(o.model, r.data.config, r.data.vocab.size(), gen);
   r.identity = run_identity(r.data, r.settings, model);
-  r.trainer = std::make_unique<train::Trainer>(std::move(model), r.data.sets.train, r.settings, gen);
+  r.trainer = std::make_unique<Trainer>(std::move(model), r.data.sets.train, r.settings, gen);
   return r;
 }
 
-}  // namespace attn::cli
+}  // namespace attn::train

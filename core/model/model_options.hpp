@@ -1,14 +1,25 @@
-// Turning the shared model options into a model: config (--config plus flags), vocabulary, and
-// parameters (seeded or loaded).
+// The model options every front end shares (attn encode, attn batch, attn train, the playground's
+// Train tab), as the text the user gave, and how they become a model: config (a config file plus
+// flags), vocabulary, and parameters (seeded or loaded). The CLI registers them (native/commands.hpp).
 #pragma once
 #include <optional>
+#include <string>
 
 #include "core/model/pretrained_files.hpp"
-#include "core/text/tokenizer.hpp"
 #include "core/model/transformer.hpp"
-#include "native/commands.hpp"
+#include "core/text/tokenizer.hpp"
+#include "core/torch/rng.hpp"
 
-namespace attn::cli {
+namespace attn {
+
+struct ModelOptions {
+  std::string config_file, seed, weights, vocab, mask = "padding";
+  std::string model_dir, merges;  // a Hugging Face checkpoint
+  // Model sizes as flags (override the config file); empty = not given.
+  std::string vocab_size, d_model, num_heads, num_layers, d_ff, max_len, num_classes, dropout, activation,
+      pooling, layer_style;
+  bool norm_first = false, post_norm = false, encoder_only = false, train = false;
+};
 
 // The config: `base` (a config's JSON keys; empty: the tutorial's defaults), --config over it, then the flags.
 TransformerConfig model_config(const ModelOptions& o, const Json& base = Json::object());
@@ -21,4 +32,4 @@ TransformerModel build_model(const ModelOptions& o, TransformerConfig config, si
 // classifier alone (--seed, sizes, --mask, --train) are refused beside a checkpoint.
 std::optional<PretrainedFiles> pretrained_files(const ModelOptions& o);
 
-}  // namespace attn::cli
+}  // namespace attn

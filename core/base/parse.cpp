@@ -1,0 +1,37 @@
+#include "core/base/parse.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "core/base/error.hpp"
+
+namespace attn {
+
+size_t parse_size(const std::string& flag, const std::string& text, size_t min) {
+  bool ok = !text.empty() && text.size() <= 18;
+  for (char c : text) ok = ok && c >= '0' && c <= '9';
+  const size_t value = ok ? std::stoull(text) : 0;
+  if (!ok || value < min)
+    throw InputError(flag + " expects an integer >= " + std::to_string(min) + ", got '" + text + "'");
+  return value;
+}
+
+double parse_number(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(v))
+    throw InputError(flag + " expects a finite number, got '" + text + "'");
+  return v;
+}
+
+std::string read_text_file(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError("cannot read " + what + " '" + path + "'");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace attn

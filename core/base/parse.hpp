@@ -1,0 +1,16 @@
+// Strict text to values, as every front end reads an option (a CLI flag, a playground setting): the
+// whole text must be the number, and the error names the option.
+#pragma once
+#include <cstddef>
+#include <string>
+
+namespace attn {
+
+// A decimal integer >= min, or an InputError naming the flag.
+size_t parse_size(const std::string& flag, const std::string& text, size_t min);
+// A finite decimal number, or an InputError naming the flag.
+double parse_number(const std::string& flag, const std::string& text);
+// A whole file's bytes; `what` names it in the InputError when it cannot be read.
+std::string read_text_file(const std::string& path, const std::string& what);
+
+}  // namespace attn
