@@ -27,6 +27,7 @@ struct EncodeOptions {
   ModelOptions model;
   std::string save_weights, save_npy, backend;  // backend empty: the exact reference path
   std::string top_k = "10", temperature = "1";   // GPT-2's next-token list
+  std::string ablate, ablate_mlp, ablation = "zero", mean_data;  // interventions (core/model/interventions.hpp)
   std::vector<std::string> ids;
   SentenceOptions sentences;
   bool json = false;

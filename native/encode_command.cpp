@@ -14,6 +14,7 @@
 #include "core/model/tutorial.hpp"
 #include "native/backends.hpp"
 #include "native/commands.hpp"
+#include "core/model/interventions.hpp"
 #include "core/model/model_options.hpp"
 
 namespace attn::cli {
@@ -23,6 +24,7 @@ struct Inputs {
   std::vector<int64_t> ids;
   size_t batch = 0, seq = 0;
   std::vector<std::vector<std::string>> tokens;  // empty for --ids without --vocab
+  std::vector<size_t> lengths;                   // each row's ids before the padding
   Vocab vocab;
   bool has_vocab = false;
 };
@@ -49,6 +51,7 @@ Inputs read_inputs(const EncodeOptions& o) {
     in.batch = batch.batch;
     in.seq = batch.seq;
     in.tokens = std::move(batch.tokens);
+    in.lengths = std::move(batch.lengths);
     return in;
   }
   std::vector<std::vector<int64_t>> rows;
@@ -58,6 +61,7 @@ Inputs read_inputs(const EncodeOptions& o) {
   }
   in.batch = rows.size();
   for (auto& row : rows) {
+    in.lengths.push_back(row.size());
     row.resize(in.seq, 0);
     in.ids.insert(in.ids.end(), row.begin(), row.end());
     if (in.has_vocab) {
@@ -91,6 +95,49 @@ void save_npy_dir(const std::string& dir, const Trace& trace) {
   std::filesystem::create_directories(dir, ec);
   if (ec) throw InputError("cannot create folder '" + dir + "': " + ec.message());
   for (const Stage& s : trace.stages()) write_npy(dir + "/" + s.name + ".npy", s.value);
+}
+
+// --- interventions ---
+
+Ablation ablation_of(const EncodeOptions& o, const ModelStages& stages) {
+  Ablation a;
+  a.kind = parse_ablation_kind(o.ablation);
+  if (!o.ablate.empty()) a.heads = parse_heads(o.ablate, stages);
+  if (!o.ablate_mlp.empty()) a.mlps = parse_layers(o.ablate_mlp, stages, "--ablate-mlp");
+  if (a.empty() && (o.ablation != "zero" || !o.mean_data.empty()))
+    throw InputError("--ablation and --mean-data apply to --ablate or --ablate-mlp: name what to ablate");
+  if (!o.mean_data.empty() && a.kind != AblationKind::mean)
+    throw InputError("--mean-data gives the means of --ablation mean");
+  if (!a.empty() && o.model.train) throw InputError("--ablate runs the model in evaluation mode: drop --train");
+  if (!a.empty() && !o.backend.empty())
+    throw InputError("--ablate runs on the exact path (every stage handed to its hooks): drop --backend");
+  return a;
+}
+
+// Runs `forward` with the ablation's hooks; the means of mean ablation come from a clean run of
+// `forward` on the mean data (`clean_forward`) or, without --mean-data, on the inputs themselves.
+template <class Forward, class CleanForward>
+Trace ablated_run(const Ablation& a, const ModelStages& stages, const std::vector<size_t>& lengths,
+                  const Forward& forward, const CleanForward& clean_forward, bool has_mean_data) {
+  if (a.empty()) return forward(nullptr);
+  std::vector<size_t> clean_lengths = lengths;
+  const Trace clean = has_mean_data ? clean_forward(clean_lengths) : forward(nullptr);
+  const Hooks hooks = ablation_hooks(stages, a, &clean, clean_lengths);
+  return forward(&hooks);
+}
+
+Json ablation_json(const Ablation& a) {
+  Json heads = Json::array();
+  for (const HeadIndex& h : a.heads) heads.push_back({h.layer, h.head});
+  return {{"heads", heads}, {"mlps", a.mlps}, {"kind", a.kind == AblationKind::zero ? "zero" : "mean"}};
+}
+
+std::string ablation_text(const Ablation& a) {
+  if (a.empty()) return "";
+  std::string out = "ablated (" + std::string(a.kind == AblationKind::zero ? "zero" : "mean") + "):";
+  for (const HeadIndex& h : a.heads) out += " head " + std::to_string(h.layer) + "." + std::to_string(h.head);
+  for (size_t l : a.mlps) out += " mlp " + std::to_string(l);
+  return out + "\n";
 }
 
 // The fast path (fused attention, FMA kernels, or a GPU): the same stages but scores and weights.
@@ -153,13 +200,22 @@ void run_pretrained(const EncodeOptions& o, const PretrainedFiles& files) {
   const size_t k = parse_size("--top-k", o.top_k, 1);
   const double temperature = parse_number("--temperature", o.temperature);
   const Pretrained p = load_pretrained_files(files);
+  const ModelStages stages = model_stages(p.model.config);
+  const Ablation ablation = ablation_of(o, stages);
   const PretrainedBatch batch = tokenize_pretrained(p, o.sentences.resolve(tutorial_sentences()));
-  const Trace trace = pretrained_forward(p.model, batch.input);
+  const Trace trace = ablated_run(
+      ablation, stages, batch.input.lengths, [&](const Hooks* h) { return pretrained_forward(p.model, batch.input, h); },
+      [&](std::vector<size_t>& lengths) {
+        const PretrainedBatch mean = tokenize_pretrained(p, read_sentences_file(o.mean_data));
+        lengths = mean.input.lengths;
+        return pretrained_forward(p.model, mean.input);
+      },
+      !o.mean_data.empty());
   std::vector<std::vector<NextToken>> next;
   if (p.model.config.family == ModelFamily::gpt2)
     for (size_t row = 0; row < batch.input.batch; ++row) next.push_back(next_tokens(p, trace, batch.input, row, k, temperature));
   if (!o.save_npy.empty()) save_npy_dir(o.save_npy, trace);
-  if (!o.json) return print(pretrained_report(p, batch, trace, next));
+  if (!o.json) return print(ablation_text(ablation) + pretrained_report(p, batch, trace, next));
   const PretrainedConfig& c = p.model.config;
   Json doc = {{"family", family_name(c.family)},
               {"architecture", c.architecture},
@@ -172,6 +228,7 @@ void run_pretrained(const EncodeOptions& o, const PretrainedFiles& files) {
               {"tokens", batch.tokens},
               {"stages", stages_json(trace)}};
   if (!next.empty()) doc["next_tokens"] = next_tokens_json(next);
+  if (!ablation.empty()) doc["ablation"] = ablation_json(ablation);
   print(doc.dump() + "\n");
 }
 
@@ -182,12 +239,27 @@ void run(const EncodeOptions& o) {
   TorchGenerator gen(parse_seed(o.model.seed.empty() ? "0" : o.model.seed));
   const TransformerModel model = build_model(o.model, model_config(o.model), needed, gen);
   const bool train = o.model.train;
-  const Trace trace = o.backend.empty() ? classify(model, in.ids, in.batch, in.seq, parse_mask_kind(o.model.mask),
-                                                   train ? &gen : nullptr)
-                                        : classify_on_backend(o, model, in);
+  const ModelStages stages = model_stages(model.config);
+  const Ablation ablation = ablation_of(o, stages);
+  const MaskKind mask = parse_mask_kind(o.model.mask);
+  const auto forward = [&](const Hooks* h) { return classify(model, in.ids, in.batch, in.seq, mask, train ? &gen : nullptr, h); };
+  const auto clean_on_mean_data = [&](std::vector<size_t>& lengths) {
+    Vocab vocab = in.vocab;
+    TokenBatch mean;
+    try {
+      mean = tokenize_batch(read_sentences_file(o.mean_data), vocab, false);
+    } catch (const InputError& e) {
+      throw InputError("--mean-data '" + o.mean_data + "': " + e.what());
+    }
+    lengths = mean.lengths;
+    return classify(model, mean.ids, mean.batch, mean.seq, mask, nullptr);
+  };
+  const Trace trace = o.backend.empty()
+                          ? ablated_run(ablation, stages, in.lengths, forward, clean_on_mean_data, !o.mean_data.empty())
+                          : classify_on_backend(o, model, in);
   if (!o.save_weights.empty()) write_safetensors(o.save_weights, state_dict(model));
   if (!o.save_npy.empty()) save_npy_dir(o.save_npy, trace);
-  if (!o.json) return print(text_report(model, in, trace, train));
+  if (!o.json) return print(ablation_text(ablation) + text_report(model, in, trace, train));
   Json doc = {{"config", config_to_json(model.config)},
               {"mode", train ? "train" : "eval"},
               {"parameter_count", parameter_count(model)}};
@@ -197,6 +269,7 @@ void run(const EncodeOptions& o) {
     doc["vocab"] = std::move(vocab);
     doc["tokens"] = in.tokens;
   }
+  if (!ablation.empty()) doc["ablation"] = ablation_json(ablation);
   doc["stages"] = stages_json(trace);
   print(doc.dump() + "\n");
 }
@@ -215,6 +288,13 @@ void add_encode_command(CLI::App& app, EncodeOptions& o) {
   cmd->add_option("--temperature", o.temperature, "GPT-2: the next-token list's softmax(logits / T) (default 1)");
   cmd->add_option("--save-weights", o.save_weights, "write the model's state_dict as safetensors");
   cmd->add_option("--save-npy", o.save_npy, "write every stage as FOLDER/<stage>.npy");
+  cmd->add_option("--ablate", o.ablate, "ablate attention heads LAYER.HEAD[,LAYER.HEAD...]: their output z "
+                                        "(before the output projection) replaced (docs/interventions.md)");
+  cmd->add_option("--ablate-mlp", o.ablate_mlp, "ablate feed-forward blocks LAYER[,LAYER...]: their output replaced");
+  cmd->add_option("--ablation", o.ablation, "zero | mean: what replaces an ablated output (mean: its average over "
+                                            "the real tokens of --mean-data, else of the inputs)")
+      ->capture_default_str();
+  cmd->add_option("--mean-data", o.mean_data, "sentences file (one per line) whose run gives --ablation mean its means");
   cmd->add_option("--backend", o.backend,
                   "compute on cpu (fast kernels), gl, cuda or auto instead of the PyTorch-exact reference path; "
                   "scores and attention weights are then not stored");

@@ -97,6 +97,27 @@ add_test(NAME cli.encode_pretrained_npy
          COMMAND sh -c "out=$(mktemp -d) && '$<TARGET_FILE:attn>' encode --model-dir '${pre}/gpt2_tiny' --sentence 'the dog' --save-npy \"$out\" > /dev/null && test -s \"$out/h.1.attn.attn_weights.npy\" && test -s \"$out/next_token_probs.npy\"; status=$?; rm -rf \"$out\"; exit $status")
 attn_cli_case(encode_merges_alone 2 "--merges belongs to a GPT-2 checkpoint" ${enc} --merges x.txt)
 
+# Interventions (docs/interventions.md): every stage of an ablated run against PyTorch doing the same
+# ablation with TransformerLens's definitions (intervention_check.py), and the bad inputs.
+add_test(NAME cli.interventions COMMAND /usr/bin/python3 "${CMAKE_CURRENT_SOURCE_DIR}/intervention_check.py" $<TARGET_FILE:attn>)
+set(abl encode --num-layers 2 --d-model 8 --num-heads 2)
+attn_cli_case(ablate_head_range 2 "--ablate 0.2: head 2 is out of range \\(layer 0 has 2 heads\\)" ${abl} --ablate 0.2)
+attn_cli_case(ablate_layer_range 2 "--ablate: layer 2 is out of range \\(the model has 2 layers, 0 to 1\\)" ${abl} --ablate 2.0)
+attn_cli_case(ablate_syntax 2 "--ablate expects LAYER.HEAD items separated by commas" ${abl} --ablate 1)
+attn_cli_case(ablate_empty_item 2 "--ablate expects LAYER.HEAD items.*got ''" ${abl} --ablate 0.1,)
+attn_cli_case(ablate_mlp_range 2 "--ablate-mlp: layer 5 is out of range" ${abl} --ablate-mlp 5)
+attn_cli_case(ablation_kind 2 "--ablation expects zero or mean, got 'half'" ${abl} --ablate 0.1 --ablation half)
+attn_cli_case(ablation_alone 2 "--ablation and --mean-data apply to --ablate or --ablate-mlp" ${abl} --ablation mean)
+attn_cli_case(ablation_mean_data_zero 2 "--mean-data gives the means of --ablation mean" ${abl} --ablate 0.1 --mean-data x.txt)
+attn_cli_case(ablation_mean_data_missing 2 "cannot read sentences file '/nonexistent.txt'"
+              ${abl} --ablate 0.1 --ablation mean --mean-data /nonexistent.txt)
+attn_cli_case(ablation_mean_data_unknown 2 "--mean-data '.*korean.txt': sentence [0-9]+: unknown token"
+              ${abl} --sentence "나는 간다" --ablate 0.1 --ablation mean --mean-data "${CMAKE_CURRENT_SOURCE_DIR}/data/korean.txt")
+attn_cli_case(ablate_backend 2 "--ablate runs on the exact path" ${abl} --ablate 0.1 --backend cpu)
+attn_cli_case(ablate_train 2 "--ablate runs the model in evaluation mode: drop --train" ${abl} --ablate 0.1 --train)
+attn_cli_case(ablate_gpt2_text 0 "ablated \\(mean\\): head 1.3 mlp 0\n"
+              encode --model-dir "${pre}/gpt2_tiny" --sentence "the dog sat" --ablate 1.3 --ablate-mlp 0 --ablation mean)
+
 # Weights cross between attn and PyTorch in both directions, with the same logits.
 add_test(NAME cli.encode_torch_roundtrip
          COMMAND /usr/bin/python3 "${CMAKE_CURRENT_SOURCE_DIR}/torch_roundtrip.py" $<TARGET_FILE:attn>)

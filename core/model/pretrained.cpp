@@ -266,13 +266,26 @@ void apply(Tensor& x, HiddenAct act) {
   activate(x, act == HiddenAct::gelu ? Activation::gelu : Activation::relu);
 }
 
+// Hands each stage under the layer's prefix to the trace (its hooks first, then a copy recorded) and
+// on to the next step.
+struct Recorder {
+  Trace& trace;
+  std::string prefix;
+  Tensor operator()(const std::string& name, Tensor t) const {
+    trace.stage(prefix + name, t);
+    return t;
+  }
+};
+
 // Per (batch, head): scores = QKᵀ ÷ scale, then `mask_scores` (BERT adds its extended mask, GPT-2
-// replaces the future with the lowest float), softmax, · V. Records scores and weights.
+// replaces the future with the lowest float), softmax, · V. Hands on scores and weights as
+// `scores_name` and `weights_name`.
 struct HeadAttention {
   Tensor scores, weights, context;  // [B, n, S, S], [B, n, S, S], [B, n, S, d]
 };
 HeadAttention attend_heads(const Tensor& q, const Tensor& k, const Tensor& v, float scale,
-                           const std::function<void(float* row_scores, size_t b, size_t query)>& mask_scores) {
+                           const std::function<void(float* row_scores, size_t b, size_t query)>& mask_scores,
+                           const Recorder& rec, const std::string& scores_name, const std::string& weights_name) {
   const size_t B = q.shape(0), n = q.shape(1), S = q.shape(2), d = q.shape(3);
   HeadAttention a{Tensor::from_shape({B, n, S, S}), {}, Tensor::from_shape({B, n, S, d})};
   for (size_t b = 0; b < B; ++b)
@@ -283,22 +296,14 @@ HeadAttention attend_heads(const Tensor& q, const Tensor& k, const Tensor& v, fl
       divide_scalar(scores, S * S, scale);
       for (size_t i = 0; i < S; ++i) mask_scores(scores + i * S, b, i);
     }
+  a.scores = rec(scores_name, std::move(a.scores));
   a.weights = a.scores;
   softmax_rows(a.weights.data(), B * n * S, S);
+  a.weights = rec(weights_name, std::move(a.weights));
   for (size_t head = 0; head < B * n; ++head)
     matmul(a.weights.data() + head * S * S, v.data() + head * S * d, a.context.data() + head * S * d, S, S, d);
   return a;
 }
-
-// Records a copy of each stage under the layer's prefix and hands the tensor on.
-struct Recorder {
-  Trace& trace;
-  std::string prefix;
-  Tensor operator()(const std::string& name, Tensor t) const {
-    trace.record(prefix + name, t);
-    return t;
-  }
-};
 
 void check_input(const PretrainedModel& m, const PretrainedInput& in) {
   if (in.batch == 0 || in.seq == 0 || in.ids.size() != in.batch * in.seq || in.lengths.size() != in.batch)
@@ -329,7 +334,7 @@ Tensor bert_embeddings(const PretrainedModel& m, const PretrainedInput& in, Trac
   // BertEmbeddings: (inputs_embeds + token_type_embeddings) + position_embeddings, then LayerNorm.
   const Tensor sum = add_rows(add(word, type), position);
   Tensor x = layer_norm(sum, m.embeddings_norm, float(m.config.layer_norm_eps));
-  t.record("embeddings", x);
+  t.stage("embeddings", x);
   return x;
 }
 
@@ -344,15 +349,13 @@ Tensor bert_layer(const PretrainedModel& m, const EncoderLayer& l, const Tensor&
   const float lowest = std::numeric_limits<float>::lowest();
   const HeadAttention a = attend_heads(q, k, v, float(std::sqrt(double(c.head_dim()))), [&](float* row, size_t b, size_t) {
     for (size_t key = lengths[b]; key < x.shape(1); ++key) row[key] += lowest;
-  });
-  rec("attention.self.attention_scores", a.scores);
-  rec("attention.self.attention_probs", a.weights);
+  }, rec, "attention.self.attention_scores", "attention.self.attention_probs");
   const Tensor context = rec("attention.self.context", merge_heads(a.context));
   const Tensor dense = rec("attention.output.dense", linear(context, l.output.weight, &l.output.bias));
   const Tensor attended = rec("attention.output", layer_norm(add(dense, x), l.norm1, eps));
   Tensor hidden = linear(attended, l.linear1.weight, &l.linear1.bias);
   apply(hidden, c.activation);
-  rec("intermediate", hidden);
+  hidden = rec("intermediate", std::move(hidden));
   const Tensor out = rec("output.dense", linear(hidden, l.linear2.weight, &l.linear2.bias));
   return rec("output", layer_norm(add(out, attended), l.norm2, eps));
 }
@@ -375,7 +378,7 @@ Tensor gpt2_embeddings(const PretrainedModel& m, const PretrainedInput& in, Trac
   std::copy_n(m.position_embeddings.data(), S * H, wpe.data());
   t.record("wpe", wpe);
   Tensor x = add_rows(wte, wpe);
-  t.record("embeddings", x);
+  t.stage("embeddings", x);
   return x;
 }
 
@@ -394,16 +397,14 @@ Tensor gpt2_block(const PretrainedModel& m, size_t index, const Tensor& x, const
   const HeadAttention a = attend_heads(q, k, v, scale, [&](float* row, size_t, size_t query) {
     if (c.scale_by_layer) divide_scalar(row, S, float(index + 1));
     std::fill(row + query + 1, row + S, lowest);
-  });
-  rec("attn.scores", a.scores);
-  rec("attn.attn_weights", a.weights);
+  }, rec, "attn.scores", "attn.attn_weights");
   const Tensor merged = rec("attn.merged", merge_heads(a.context));
   const Tensor projected = rec("attn.c_proj", linear(merged, l.output.weight, &l.output.bias));
   const Tensor residual = rec("residual", add(projected, x));
   const Tensor h2 = rec("ln_2", layer_norm(residual, l.norm2, eps));
   Tensor hidden = rec("mlp.c_fc", linear(h2, l.linear1.weight, &l.linear1.bias));
   apply(hidden, c.activation);
-  rec("mlp.act", hidden);
+  hidden = rec("mlp.act", std::move(hidden));
   const Tensor mlp = rec("mlp.c_proj", linear(hidden, l.linear2.weight, &l.linear2.bias));
   return add(residual, mlp);
 }
@@ -509,37 +510,42 @@ size_t parameter_count(const PretrainedModel& m) {
   return n;
 }
 
-Trace bert_forward(const PretrainedModel& m, const PretrainedInput& in) {
+Trace bert_forward(const PretrainedModel& m, const PretrainedInput& in, const Hooks* hooks) {
   check_input(m, in);
-  Trace t;
+  Trace t(hooks);
   Tensor x = bert_embeddings(m, in, t);
   for (size_t i = 0; i < m.layers.size(); ++i)
     x = bert_layer(m, m.layers[i], x, in.lengths, Recorder{t, "encoder.layer." + std::to_string(i) + "."});
-  t.record("last_hidden_state", x);
-  if (m.has_pooler()) t.record("pooler_output", bert_pooler(m, x));
+  t.stage("last_hidden_state", x);
+  if (m.has_pooler()) {
+    Tensor pooled = bert_pooler(m, x);
+    t.stage("pooler_output", pooled);
+  }
+  if (hooks) hooks->check_reached(t);
   return t;
 }
 
-Trace gpt2_forward(const PretrainedModel& m, const PretrainedInput& in) {
+Trace gpt2_forward(const PretrainedModel& m, const PretrainedInput& in, const Hooks* hooks) {
   check_input(m, in);
-  Trace t;
+  Trace t(hooks);
   Tensor x = gpt2_embeddings(m, in, t);
   for (size_t i = 0; i < m.layers.size(); ++i) {
     const std::string p = "h." + std::to_string(i);
     x = gpt2_block(m, i, x, Recorder{t, p + "."});
-    t.record(p, x);
+    t.stage(p, x);
   }
-  const Tensor final = layer_norm(x, m.final_norm, float(m.config.layer_norm_eps));
-  t.record("ln_f", final);
+  Tensor final = layer_norm(x, m.final_norm, float(m.config.layer_norm_eps));
+  t.stage("ln_f", final);
   Tensor logits = linear(final, m.word_embeddings);  // the LM head, tied to wte
-  Tensor probs = next_token_probs(logits, in.lengths);
-  t.record("logits", std::move(logits));
-  t.record("next_token_probs", std::move(probs));
+  t.stage("logits", logits);
+  t.record("next_token_probs", next_token_probs(logits, in.lengths));
+  if (hooks) hooks->check_reached(t);
   return t;
 }
 
-Trace pretrained_forward(const PretrainedModel& model, const PretrainedInput& input) {
-  return model.config.family == ModelFamily::bert ? bert_forward(model, input) : gpt2_forward(model, input);
+Trace pretrained_forward(const PretrainedModel& model, const PretrainedInput& input, const Hooks* hooks) {
+  return model.config.family == ModelFamily::bert ? bert_forward(model, input, hooks)
+                                                  : gpt2_forward(model, input, hooks);
 }
 
 std::string attention_weights_stage(ModelFamily family, size_t layer) {

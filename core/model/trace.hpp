@@ -1,6 +1,9 @@
 // What a pipeline computed: its named stages in order, each a tensor. The CLI prints it, the GUI draws
-// it, the tests compare it (JSON form documented in docs/trace-json.md).
+// it, the tests compare it (JSON form documented in docs/trace-json.md). Interventions are hooks on
+// those names (docs/interventions.md): a forward pass hands each stage to its trace, which first runs
+// the hooks set on that name, so the forward continues from, and records, what the hooks left.
 #pragma once
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,14 +21,48 @@ struct Stage {
   PrintDtype dtype = PrintDtype::float32;  // how the values are meant: floats, ids or a 0/1 mask
 };
 
+// A hook changes a stage's tensor in place (its shape stays: a hook that changes it is an InputError).
+using StageHook = std::function<void(Tensor& value)>;
+
+class Hooks {
+ public:
+  // `stage` is the engine's name (resolve TransformerLens's names first: core/model/interventions.hpp).
+  void add(std::string stage, StageHook hook);
+  bool empty() const { return hooks_.empty(); }
+  bool has(const std::string& stage) const;
+  // Runs the hooks on `stage`, in the order added.
+  void run(const std::string& stage, Tensor& value) const;
+  // After a forward pass: an InputError for each hook whose stage the pass did not hand on, naming the
+  // near names of `trace` (an unknown name), or saying the stage cannot be replaced (one it only records).
+  void check_reached(const class Trace& trace) const;
+
+ private:
+  struct Hook {
+    std::string stage;
+    StageHook run;
+    mutable bool reached = false;
+  };
+  std::vector<Hook> hooks_;
+};
+
+// The names among `names` nearest to `name` (edit distance), for "did you mean" messages.
+std::vector<std::string> near_names(const std::string& name, const std::vector<std::string>& names);
+
 class Trace {
  public:
+  explicit Trace(const Hooks* hooks = nullptr) : hooks_(hooks && !hooks->empty() ? hooks : nullptr) {}
+  // A stage the forward pass continues from: the hooks on `name` change `value` first; a copy is recorded.
+  void stage(std::string name, Tensor& value, PrintDtype dtype = PrintDtype::float32);
+  // A stage the pass only records (computed inside a fused step, or an input): hooks cannot replace it.
   void record(std::string name, Tensor value, PrintDtype dtype = PrintDtype::float32);
+  bool hooked(const std::string& name) const { return hooks_ && hooks_->has(name); }
+  const Hooks* hooks() const { return hooks_; }
   const std::vector<Stage>& stages() const { return stages_; }
   const Tensor& at(const std::string& name) const;  // throws std::out_of_range for an unknown stage
 
  private:
   std::vector<Stage> stages_;
+  const Hooks* hooks_ = nullptr;
 };
 
 Tensor to_tensor(const MaskTensor& mask);

@@ -400,6 +400,11 @@ void record(Trace* trace, const std::string& name, const Tensor& t) {
   if (trace) trace->record(name, t);
 }
 
+// A stage the pass continues from: its hooks (interventions) change `t` first.
+void stage(Trace* trace, const std::string& name, Tensor& t) {
+  if (trace) trace->stage(name, t);
+}
+
 // F.dropout in training mode (gen non-null); `noise` receives its noise, which the backward multiplies
 // the gradient by. In evaluation mode, or with p = 0, nothing is drawn and `noise` stays 0-dimensional
 // (a default Tensor, whose size() is 1).
@@ -561,9 +566,9 @@ Tensor attend(const EncoderLayer& layer, const TransformerConfig& config, const 
   Tensor q = split_heads(linear(q_in, layer.query.weight, &layer.query.bias), H);
   Tensor k = split_heads(linear(kv_in, layer.key.weight, &layer.key.bias), H);
   Tensor v = split_heads(linear(kv_in, layer.value.weight, &layer.value.bias), H);
-  record(trace, prefix + "query", q);
-  record(trace, prefix + "key", k);
-  record(trace, prefix + "value", v);
+  stage(trace, prefix + "query", q);
+  stage(trace, prefix + "key", k);
+  stage(trace, prefix + "value", v);
   const MaskTensor heads_mask = mask ? head_mask(*mask, H) : MaskTensor();
   const AttentionOptions options = attention_options(config, mask ? &heads_mask : nullptr, dropout_gen);
   q = reshaped(std::move(q), {B * H, Sq, dk});
@@ -573,14 +578,25 @@ Tensor attend(const EncoderLayer& layer, const TransformerConfig& config, const 
   // The trace takes the steps' tensors, but copies the weights, which the backward reads.
   if (trace) {
     record(trace, prefix + "scores", reshaped(std::move(a.scores), {B, H, Sq, Sk}));
-    record(trace, prefix + "attention_weights",
-           reshaped(saved ? Tensor(a.attention_weights) : std::move(a.attention_weights), {B, H, Sq, Sk}));
+    const std::string weights = prefix + "attention_weights";
+    if (trace->hooked(weights)) {
+      // A replaced pattern: the heads' outputs are recomputed from it (pattern · V).
+      Tensor w = reshaped(std::move(a.attention_weights), {B, H, Sq, Sk});
+      stage(trace, weights, w);
+      a.attention_weights = reshaped(std::move(w), {B * H, Sq, Sk});
+      for (size_t head = 0; head < B * H; ++head)
+        matmul(a.attention_weights.data() + head * Sq * Sk, v.data() + head * Sk * dk,
+               a.attention_output.data() + head * Sq * dk, Sq, Sk, dk);
+    } else {
+      record(trace, weights,
+             reshaped(saved ? Tensor(a.attention_weights) : std::move(a.attention_weights), {B, H, Sq, Sk}));
+    }
   }
   a.scores = a.scaled_scores = a.masked_scores = Tensor();  // the backward reads only the weights and the noise
   Tensor merged = merge_heads(reshaped(std::move(a.attention_output), {B, H, Sq, dk}));
-  record(trace, prefix + "attention_output", merged);
+  stage(trace, prefix + "attention_output", merged);
   Tensor out = linear(merged, layer.output.weight, &layer.output.bias);
-  record(trace, prefix + "output", out);
+  stage(trace, prefix + "output", out);
   if (saved) *saved = {q_in, std::move(q), std::move(k), std::move(v), std::move(a), std::move(merged)};
   return out;
 }
@@ -623,7 +639,7 @@ Tensor feed_forward_impl(const EncoderLayer& layer, const TransformerConfig& con
   Tensor noise;
   dropout(dropout_gen, h, config.dropout, &noise);
   Tensor out = linear(h, layer.linear2.weight, &layer.linear2.bias);
-  record(trace, prefix + "output", out);
+  stage(trace, prefix + "output", out);
   if (saved) *saved = {x, std::move(hidden), std::move(h), std::move(noise)};
   return out;
 }
@@ -664,14 +680,14 @@ Tensor encoder_forward(const TransformerModel& model, Tensor x, const MaskTensor
     Tensor* ffn_noise = saved ? &s.feed_forward_noise : nullptr;
     if (c.norm_first) {
       if (saved) s.norm1_input = x;
-      const Tensor h = layer_norm(x, l.norm1);
-      record(trace, p + "norm1", h);
+      Tensor h = layer_norm(x, l.norm1);
+      stage(trace, p + "norm1", h);
       Tensor a = attend(l, c, h, h, mask, dropout_gen, trace, p + "self_attn.", attention_saved);
       dropout(dropout_gen, a, c.dropout, attention_noise);
       x = add(x, a);
       if (saved) s.norm2_input = x;
-      const Tensor h2 = layer_norm(x, l.norm2);
-      record(trace, p + "norm2", h2);
+      Tensor h2 = layer_norm(x, l.norm2);
+      stage(trace, p + "norm2", h2);
       Tensor f = feed_forward_impl(l, c, h2, dropout_gen, trace, p + "ffn.", ffn_saved);
       dropout(dropout_gen, f, c.dropout, ffn_noise);
       x = add(x, f);
@@ -681,15 +697,15 @@ Tensor encoder_forward(const TransformerModel& model, Tensor x, const MaskTensor
       x = add(x, a);
       if (saved) s.norm1_input = x;
       x = layer_norm(x, l.norm1);
-      record(trace, p + "norm1", x);
+      stage(trace, p + "norm1", x);
       Tensor f = feed_forward_impl(l, c, x, dropout_gen, trace, p + "ffn.", ffn_saved);
       dropout(dropout_gen, f, c.dropout, ffn_noise);
       x = add(x, f);
       if (saved) s.norm2_input = x;
       x = layer_norm(x, l.norm2);
-      record(trace, p + "norm2", x);
+      stage(trace, p + "norm2", x);
     }
-    record(trace, p + "output", x);
+    stage(trace, p + "output", x);
   }
   if (saved) saved->final_norm_input = x;
   return c.final_norm ? layer_norm(x, model.final_norm) : x;
@@ -747,12 +763,12 @@ Tensor classifier_input(const TransformerModel& model, const std::vector<int64_t
   t.record("positional_encoding", reshaped(table, {1, seq, c.d_model}));
   Tensor x = add_positional_encoding(t.at("embedding"), table);
   dropout(dropout_gen, x, c.dropout, noise);
-  t.record("embedded", x);
+  t.stage("embedded", x);
   return x;
 }
 
-void classifier_output(const TransformerModel& model, const Tensor& x, Trace& t) {
-  t.record("encoder_output", x);
+void classifier_output(const TransformerModel& model, Tensor x, Trace& t) {
+  t.stage("encoder_output", x);
   if (!model.config.classifier_head) return;
   const size_t batch = x.shape(0), seq = x.shape(1), d = x.shape(2);
   Tensor pooled = Tensor::from_shape({batch, d});  // x.mean(dim=1)
@@ -762,17 +778,19 @@ void classifier_output(const TransformerModel& model, const Tensor& x, Trace& t)
       for (size_t s = 0; s < seq; ++s) sum = sum + x(b, s, i);
       pooled(b, i) = sum / float(seq);
     }
-  t.record("pooled", pooled);
-  t.record("logits", linear(pooled, model.fc.weight, &model.fc.bias));
+  t.stage("pooled", pooled);
+  Tensor logits = linear(pooled, model.fc.weight, &model.fc.bias);
+  t.stage("logits", logits);
 }
 
 Trace classify(const TransformerModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
-               MaskKind mask_kind, TorchGenerator* dropout_gen) {
-  Trace t;
+               MaskKind mask_kind, TorchGenerator* dropout_gen, const Hooks* hooks) {
+  Trace t(hooks);
   Tensor x = classifier_input(model, ids, batch, seq, dropout_gen, t);
   const MaskTensor mask = attention_mask(mask_kind, ids, batch, seq);
   x = encoder_forward(model, x, mask_kind == MaskKind::none ? nullptr : &mask, dropout_gen, &t);
-  classifier_output(model, x, t);
+  classifier_output(model, std::move(x), t);
+  if (hooks) hooks->check_reached(t);
   return t;
 }
 

@@ -137,14 +137,15 @@ Tensor encoder_forward(const TransformerModel& model, Tensor x, const MaskTensor
                        Trace* trace, EncoderSaved* saved = nullptr);
 // The classifier on token ids [B, S]: token_ids, embedding, positional_encoding, embedded,
 // layers.{i}.…, encoder_output, pooled, logits.
+// `hooks`, when given, intervene on the named stages (core/model/trace.hpp).
 Trace classify(const TransformerModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
-               MaskKind mask, TorchGenerator* dropout);
+               MaskKind mask, TorchGenerator* dropout, const Hooks* hooks = nullptr);
 // classify's first stages (token_ids … embedded) into t; returns embedded [B, S, d]. `noise` receives
 // the dropout's noise in training mode.
 Tensor classifier_input(const TransformerModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
                         TorchGenerator* dropout, Trace& t, Tensor* noise = nullptr);
 // classify's last stages from the encoder output [B, S, d]: encoder_output, pooled, logits.
-void classifier_output(const TransformerModel& model, const Tensor& encoder_output, Trace& t);
+void classifier_output(const TransformerModel& model, Tensor encoder_output, Trace& t);
 
 // --- the backward passes, each reading what its forward saved; parameter gradients are added to
 // `grads`, a model of the same shape (zeros_like) ---

@@ -115,6 +115,7 @@ TokenBatch tokenize_batch(const std::vector<std::string>& sentences, Vocab& voca
                          "' (the vocabulary has no [UNK])");
       }
     }
+    batch.lengths.push_back(words.size());
     batch.ids.resize(batch.ids.size() + batch.seq - words.size(), 0);
     words.resize(batch.seq, pad_token);
   }

@@ -35,6 +35,7 @@ bool is_valid_utf8(const std::string& text);
 struct TokenBatch {
   std::vector<std::vector<std::string>> tokens;  // padded with [PAD] to the longest sentence
   std::vector<int64_t> ids;                      // [batch, seq], row-major
+  std::vector<size_t> lengths;                   // each sentence's tokens before the padding
   size_t batch = 0, seq = 0;
 };
 

@@ -1,0 +1,267 @@
+#include "core/model/interventions.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <optional>
+
+#include "core/base/error.hpp"
+#include "core/base/parse.hpp"
+
+namespace attn {
+
+ModelStages model_stages(const TransformerConfig& c) {
+  return {StageFamily::classifier, c.num_layers, c.num_heads, c.head_dim(), c.norm_first, c.final_norm};
+}
+
+ModelStages model_stages(const PretrainedConfig& c) {
+  return {c.family == ModelFamily::bert ? StageFamily::bert : StageFamily::gpt2, c.num_layers, c.num_heads,
+          c.head_dim(), c.family == ModelFamily::gpt2, c.family == ModelFamily::gpt2};
+}
+
+namespace {
+
+using Aliases = std::vector<std::pair<std::string, std::string>>;
+
+std::string layer_prefix(const ModelStages& m, size_t layer) {
+  const std::string n = std::to_string(layer);
+  switch (m.family) {
+    case StageFamily::classifier: return "layers." + n + ".";
+    case StageFamily::bert: return "encoder.layer." + n + ".";
+    case StageFamily::gpt2: return "h." + n + ".";
+  }
+  return "";
+}
+
+// The stage a layer's residual stream leaves it as (TransformerLens: the next layer's resid_pre).
+std::string layer_output(const ModelStages& m, size_t layer) {
+  const std::string p = layer_prefix(m, layer);
+  return m.family == StageFamily::gpt2 ? p.substr(0, p.size() - 1) : p + "output";
+}
+
+// TransformerLens's names of one layer's tensors that this family records as a stage. Post-norm
+// models (BERT, the tutorial's default) record the normalised streams, not the sums before each
+// LayerNorm that TransformerLens calls resid_mid and resid_post there.
+Aliases layer_aliases(const ModelStages& m, size_t layer) {
+  const std::string b = "blocks." + std::to_string(layer) + ".", p = layer_prefix(m, layer);
+  const std::string resid_pre = layer == 0 ? (m.family == StageFamily::classifier ? "embedded" : "embeddings")
+                                           : layer_output(m, layer - 1);
+  Aliases a = {{b + "hook_resid_pre", resid_pre}};
+  const auto add = [&](const std::string& tl, const std::string& ours) { a.emplace_back(b + tl, p + ours); };
+  switch (m.family) {
+    case StageFamily::classifier:
+      for (const char* x : {"q", "k", "v"})
+        add(std::string("attn.hook_") + x, std::string("self_attn.") + (x[0] == 'q' ? "query" : x[0] == 'k' ? "key" : "value"));
+      add("attn.hook_pattern", "self_attn.attention_weights");
+      add("attn.hook_z", "self_attn.attention_output");
+      add("hook_attn_out", "self_attn.output");
+      add("hook_mlp_out", "ffn.output");
+      add("ln1.hook_normalized", "norm1");
+      add("ln2.hook_normalized", "norm2");
+      if (m.norm_first)
+        a.emplace_back(b + "hook_resid_post", layer_output(m, layer));
+      else
+        a.emplace_back(b + "hook_normalized_resid_post", layer_output(m, layer));
+      break;
+    case StageFamily::bert:
+      add("attn.hook_q", "attention.self.query");
+      add("attn.hook_k", "attention.self.key");
+      add("attn.hook_v", "attention.self.value");
+      add("attn.hook_attn_scores", "attention.self.attention_scores");
+      add("attn.hook_pattern", "attention.self.attention_probs");
+      add("attn.hook_z", "attention.self.context");
+      add("hook_attn_out", "attention.output.dense");
+      add("ln1.hook_normalized", "attention.output");
+      add("mlp.hook_post", "intermediate");
+      add("hook_mlp_out", "output.dense");
+      add("hook_normalized_resid_post", "output");
+      break;
+    case StageFamily::gpt2:
+      add("ln1.hook_normalized", "ln_1");
+      add("attn.hook_q", "attn.query");
+      add("attn.hook_k", "attn.key");
+      add("attn.hook_v", "attn.value");
+      add("attn.hook_attn_scores", "attn.scores");
+      add("attn.hook_pattern", "attn.attn_weights");
+      add("attn.hook_z", "attn.merged");
+      add("hook_attn_out", "attn.c_proj");
+      add("hook_resid_mid", "residual");
+      add("ln2.hook_normalized", "ln_2");
+      add("mlp.hook_pre", "mlp.c_fc");
+      add("mlp.hook_post", "mlp.act");
+      add("hook_mlp_out", "mlp.c_proj");
+      a.emplace_back(b + "hook_resid_post", layer_output(m, layer));
+      break;
+  }
+  return a;
+}
+
+Aliases model_aliases(const ModelStages& m) {
+  Aliases a;
+  switch (m.family) {
+    case StageFamily::classifier:
+      a = {{"hook_embed", "embedding"}, {"hook_pos_embed", "positional_encoding"}};
+      if (m.final_norm) a.emplace_back("ln_final.hook_normalized", "encoder_output");
+      break;
+    case StageFamily::bert:
+      a = {{"hook_embed", "embeddings.word_embeddings"}, {"hook_pos_embed", "embeddings.position_embeddings"},
+           {"hook_token_type_embed", "embeddings.token_type_embeddings"}};
+      break;
+    case StageFamily::gpt2:
+      a = {{"hook_embed", "wte"}, {"hook_pos_embed", "wpe"}, {"ln_final.hook_normalized", "ln_f"}};
+      break;
+  }
+  return a;
+}
+
+bool is_transformer_lens_name(const std::string& name) {
+  return name.rfind("hook_", 0) == 0 || name.rfind("blocks.", 0) == 0 || name.rfind("ln_final.", 0) == 0;
+}
+
+// "blocks.L.rest" → L, or none.
+std::optional<size_t> block_index(const std::string& name) {
+  const std::string head = "blocks.";
+  if (name.rfind(head, 0) != 0) return std::nullopt;
+  size_t end = head.size(), index = 0;
+  while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end])) && end - head.size() < 9)
+    index = index * 10 + size_t(name[end++] - '0');
+  if (end == head.size() || end >= name.size() || name[end] != '.') return std::nullopt;
+  return index;
+}
+
+std::string family_label(StageFamily f) {
+  return f == StageFamily::classifier ? "the tutorial's classifier" : f == StageFamily::bert ? "BERT" : "GPT-2";
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> stage_aliases(const ModelStages& m) {
+  Aliases a = model_aliases(m);
+  for (size_t layer = 0; layer < m.layers; ++layer) {
+    Aliases l = layer_aliases(m, layer);
+    a.insert(a.end(), l.begin(), l.end());
+  }
+  return a;
+}
+
+std::string resolve_stage_name(const ModelStages& m, const std::string& name) {
+  if (!is_transformer_lens_name(name)) return name;
+  Aliases candidates = model_aliases(m);
+  if (const auto layer = block_index(name)) {
+    if (*layer >= m.layers)
+      throw InputError("'" + name + "': layer " + std::to_string(*layer) + " is out of range (the model has " +
+                       std::to_string(m.layers) + " layers)");
+    candidates = layer_aliases(m, *layer);
+  }
+  for (const auto& [tl, ours] : candidates)
+    if (tl == name) return ours;
+  std::vector<std::string> names;
+  for (const auto& [tl, ours] : candidates) names.push_back(tl);
+  std::string near;
+  for (const std::string& n : near_names(name, names)) near += (near.empty() ? "" : ", ") + n;
+  throw InputError("'" + name + "': " + family_label(m.family) + " records no stage under this TransformerLens name" +
+                   (near.empty() ? std::string() : "; near names: " + near));
+}
+
+std::string head_output_stage(const ModelStages& m, size_t layer) {
+  return resolve_stage_name(m, "blocks." + std::to_string(layer) + ".attn.hook_z");
+}
+
+std::string mlp_output_stage(const ModelStages& m, size_t layer) {
+  return resolve_stage_name(m, "blocks." + std::to_string(layer) + ".hook_mlp_out");
+}
+
+namespace {
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    items.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return items;
+}
+
+size_t layer_in_range(const std::string& flag, const std::string& text, const ModelStages& m) {
+  const size_t layer = parse_size(flag + " (layer)", text, 0);
+  if (layer >= m.layers)
+    throw InputError(flag + ": layer " + text + " is out of range (the model has " + std::to_string(m.layers) +
+                     " layers, 0 to " + std::to_string(m.layers ? m.layers - 1 : 0) + ")");
+  return layer;
+}
+
+}  // namespace
+
+std::vector<HeadIndex> parse_heads(const std::string& text, const ModelStages& m) {
+  if (m.layers == 0 || m.heads == 0) throw InputError("--ablate: this model has no attention heads");
+  std::vector<HeadIndex> heads;
+  for (const std::string& item : split_list(text)) {
+    const size_t dot = item.find('.');
+    if (dot == std::string::npos)
+      throw InputError("--ablate expects LAYER.HEAD items separated by commas (e.g. 0.1,1.3), got '" + item + "'");
+    HeadIndex h{layer_in_range("--ablate", item.substr(0, dot), m), parse_size("--ablate (head)", item.substr(dot + 1), 0)};
+    if (h.head >= m.heads)
+      throw InputError("--ablate " + item + ": head " + std::to_string(h.head) + " is out of range (layer " +
+                       std::to_string(h.layer) + " has " + std::to_string(m.heads) + " heads)");
+    heads.push_back(h);
+  }
+  return heads;
+}
+
+std::vector<size_t> parse_layers(const std::string& text, const ModelStages& m, const std::string& flag) {
+  std::vector<size_t> layers;
+  for (const std::string& item : split_list(text)) layers.push_back(layer_in_range(flag, item, m));
+  return layers;
+}
+
+AblationKind parse_ablation_kind(const std::string& text) {
+  if (text == "zero") return AblationKind::zero;
+  if (text == "mean") return AblationKind::mean;
+  throw InputError("--ablation expects zero or mean, got '" + text + "'");
+}
+
+namespace {
+
+// The mean over the real tokens of every item of `stage` [B, S, W], columns [begin, begin + width).
+std::vector<float> real_token_mean(const Tensor& stage, const std::vector<size_t>& lengths, size_t begin, size_t width) {
+  const size_t B = stage.shape(0), S = stage.shape(1), W = stage.shape(2);
+  std::vector<double> sum(width, 0.0);
+  size_t count = 0;
+  for (size_t b = 0; b < B; ++b)
+    for (size_t s = 0; s < std::min(S, b < lengths.size() ? lengths[b] : S); ++s, ++count)
+      for (size_t i = 0; i < width; ++i) sum[i] += stage.data()[(b * S + s) * W + begin + i];
+  std::vector<float> mean(width);
+  for (size_t i = 0; i < width; ++i) mean[i] = float(sum[i] / double(std::max<size_t>(count, 1)));
+  return mean;
+}
+
+// Columns [begin, begin + width) of every position of `value` [B, S, W] set to `fill` (zeros if empty).
+void fill_columns(Tensor& value, size_t begin, size_t width, const std::vector<float>& fill) {
+  const size_t rows = value.shape(0) * value.shape(1), W = value.shape(2);
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t i = 0; i < width; ++i) value.data()[r * W + begin + i] = fill.empty() ? 0.0f : fill[i];
+}
+
+void add_column_hook(Hooks& hooks, const std::string& stage, size_t begin, size_t width, AblationKind kind,
+                     const Trace* clean, const std::vector<size_t>& lengths) {
+  std::vector<float> fill;
+  if (kind == AblationKind::mean) {
+    if (!clean) throw InputError("mean ablation needs a clean run to take the means from");
+    fill = real_token_mean(clean->at(stage), lengths, begin, width);
+  }
+  hooks.add(stage, [begin, width, fill](Tensor& value) { fill_columns(value, begin, width, fill); });
+}
+
+}  // namespace
+
+Hooks ablation_hooks(const ModelStages& m, const Ablation& a, const Trace* clean, const std::vector<size_t>& lengths) {
+  Hooks hooks;
+  for (const HeadIndex& h : a.heads)
+    add_column_hook(hooks, head_output_stage(m, h.layer), h.head * m.head_dim, m.head_dim, a.kind, clean, lengths);
+  for (size_t layer : a.mlps)  // the block's output: all d_model = heads · head_dim columns
+    add_column_hook(hooks, mlp_output_stage(m, layer), 0, m.heads * m.head_dim, a.kind, clean, lengths);
+  return hooks;
+}
+
+}  // namespace attn

@@ -1,0 +1,62 @@
+// Interventions on any model the engine runs (the tutorial's classifier, BERT, GPT-2), all as hooks on
+// named stages (core/model/trace.hpp): TransformerLens's hook names resolved to the engine's, and
+// ablation of attention heads (their output z, before the output projection) and of feed-forward
+// blocks, with zeros or with means taken from a clean run. docs/interventions.md lists the names.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "core/model/pretrained.hpp"
+#include "core/model/trace.hpp"
+#include "core/model/transformer.hpp"
+
+namespace attn {
+
+enum class StageFamily { classifier, bert, gpt2 };
+
+// What the stage names of a model depend on.
+struct ModelStages {
+  StageFamily family = StageFamily::classifier;
+  size_t layers = 0, heads = 0, head_dim = 0;
+  bool norm_first = false, final_norm = false;  // the classifier's
+};
+ModelStages model_stages(const TransformerConfig& config);
+ModelStages model_stages(const PretrainedConfig& config);
+
+// A TransformerLens hook name (hook_embed, blocks.L.attn.hook_z, …) as this model's stage name; any
+// other name is returned as given (the engine's own names). Throws InputError for a TransformerLens
+// name the model has no stage for, or a layer out of range.
+std::string resolve_stage_name(const ModelStages& model, const std::string& name);
+// The TransformerLens names `model` accepts, each with the engine's name it means.
+std::vector<std::pair<std::string, std::string>> stage_aliases(const ModelStages& model);
+
+struct HeadIndex {
+  size_t layer = 0, head = 0;
+};
+// "L.H[,L.H…]", each in range for `model`; else InputError naming the item.
+std::vector<HeadIndex> parse_heads(const std::string& text, const ModelStages& model);
+// "L[,L…]": layers for --ablate-mlp.
+std::vector<size_t> parse_layers(const std::string& text, const ModelStages& model, const std::string& flag);
+
+enum class AblationKind { zero, mean };
+AblationKind parse_ablation_kind(const std::string& text);  // "zero" | "mean"
+
+struct Ablation {
+  std::vector<HeadIndex> heads;
+  std::vector<size_t> mlps;  // feed-forward blocks whose output is replaced
+  AblationKind kind = AblationKind::zero;
+  bool empty() const { return heads.empty() && mlps.empty(); }
+};
+
+// The stages an ablation replaces: a head's z (blocks.L.attn.hook_z, [B, S, H·d_head], head h the
+// columns h·d_head …) and a block's MLP output (blocks.L.hook_mlp_out).
+std::string head_output_stage(const ModelStages& model, size_t layer);
+std::string mlp_output_stage(const ModelStages& model, size_t layer);
+
+// Hooks that ablate. Mean ablation replaces every position with the stage's mean over the real tokens
+// (`lengths[b]` first positions of item b) of every item of `clean`, a run without interventions.
+Hooks ablation_hooks(const ModelStages& model, const Ablation& ablation, const Trace* clean,
+                     const std::vector<size_t>& lengths);
+
+}  // namespace attn

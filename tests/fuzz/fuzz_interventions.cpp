@@ -1,0 +1,44 @@
+// What --ablate, --ablate-mlp and --ablation take, and a stage name (the engine's or TransformerLens's)
+// hooked on a small classifier: the first byte picks the model's family, the first line is the
+// ablation list, the rest the stage name.
+#include <algorithm>
+
+#include "core/model/interventions.hpp"
+#include "tests/fuzz/fuzz_target.hpp"
+
+namespace {
+
+const attn::TransformerModel& classifier() {
+  static const attn::TransformerModel model = [] {
+    attn::TransformerConfig c;
+    c.vocab_size = 6;
+    c.d_model = 4;
+    c.num_heads = 2;
+    c.num_layers = 2;
+    c.max_len = 8;
+    attn::TorchGenerator gen(0);
+    return attn::init_transformer(c, gen);
+  }();
+  return model;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
+  const size_t newline = std::min(text.find('\n'), text.size());
+  const std::string list = text.substr(0, newline), name = newline < text.size() ? text.substr(newline + 1) : "";
+  attn::ModelStages stages = attn::model_stages(classifier().config);
+  if (data[0] % 3 != 0) stages.family = data[0] % 3 == 1 ? attn::StageFamily::bert : attn::StageFamily::gpt2;
+  attn::fuzz::guarded([&] { attn::parse_heads(list, stages); });
+  attn::fuzz::guarded([&] { attn::parse_layers(list, stages, "--ablate-mlp"); });
+  attn::fuzz::guarded([&] { attn::parse_ablation_kind(list); });
+  return attn::fuzz::guarded([&] {
+    const std::string stage = attn::resolve_stage_name(stages, name);
+    if (stages.family != attn::StageFamily::classifier) return;
+    attn::Hooks hooks;
+    hooks.add(stage, [](attn::Tensor& t) { std::fill(t.begin(), t.end(), 0.5f); });
+    attn::classify(classifier(), {1, 2, 3, 4, 5, 0}, 2, 3, attn::MaskKind::padding, nullptr, &hooks);
+  });
+}

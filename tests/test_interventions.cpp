@@ -1,0 +1,154 @@
+// Hooks on named stages and the names they take (core/model/interventions.hpp). Ablations against
+// PyTorch are checked end to end by tests/intervention_check.py (ctest cli.interventions).
+#include <catch2/catch.hpp>
+
+#include "core/base/error.hpp"
+#include "core/model/interventions.hpp"
+
+using namespace attn;
+
+namespace {
+
+TransformerModel small_classifier(bool norm_first = false) {
+  TransformerConfig c;
+  c.vocab_size = 10;
+  c.d_model = 8;
+  c.num_heads = 2;
+  c.num_layers = 2;
+  c.num_classes = 3;
+  c.max_len = 16;
+  c.norm_first = norm_first;
+  TorchGenerator gen(1);
+  return init_transformer(c, gen);
+}
+
+const std::vector<int64_t> ids = {1, 2, 3, 4, 5, 6, 7, 8};  // [2, 4]
+
+Trace run(const TransformerModel& m, const Hooks* hooks) { return classify(m, ids, 2, 4, MaskKind::none, nullptr, hooks); }
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("TransformerLens's names resolve to each family's stages", "[interventions]") {
+  const ModelStages post = model_stages(small_classifier().config);
+  CHECK(resolve_stage_name(post, "blocks.1.attn.hook_z") == "layers.1.self_attn.attention_output");
+  CHECK(resolve_stage_name(post, "blocks.0.hook_resid_pre") == "embedded");
+  CHECK(resolve_stage_name(post, "blocks.1.hook_resid_pre") == "layers.0.output");
+  CHECK(resolve_stage_name(post, "blocks.1.hook_normalized_resid_post") == "layers.1.output");
+  CHECK(resolve_stage_name(post, "layers.0.norm1") == "layers.0.norm1");  // the engine's own names pass
+  PretrainedConfig gpt2;
+  gpt2.family = ModelFamily::gpt2;
+  gpt2.num_layers = 12;
+  gpt2.num_heads = 12;
+  gpt2.hidden_size = 768;
+  const ModelStages g = model_stages(gpt2);
+  CHECK(resolve_stage_name(g, "blocks.11.hook_resid_post") == "h.11");
+  CHECK(resolve_stage_name(g, "blocks.3.hook_resid_pre") == "h.2");
+  CHECK(resolve_stage_name(g, "blocks.0.attn.hook_pattern") == "h.0.attn.attn_weights");
+  CHECK(resolve_stage_name(g, "blocks.0.mlp.hook_post") == "h.0.mlp.act");
+  CHECK(resolve_stage_name(g, "hook_embed") == "wte");
+  PretrainedConfig bert = gpt2;
+  bert.family = ModelFamily::bert;
+  CHECK(resolve_stage_name(model_stages(bert), "blocks.2.attn.hook_z") == "encoder.layer.2.attention.self.context");
+  // Every alias names a stage the model records.
+  const Trace t = run(small_classifier(), nullptr);
+  for (const auto& [tl, ours] : stage_aliases(post)) {
+    INFO(tl);
+    CHECK_NOTHROW(t.at(ours));
+  }
+}
+
+TEST_CASE("names a model lacks are errors that say what is near", "[interventions]") {
+  const ModelStages post = model_stages(small_classifier().config);
+  CHECK(error_of([&] { resolve_stage_name(post, "blocks.5.attn.hook_z"); }) ==
+        "'blocks.5.attn.hook_z': layer 5 is out of range (the model has 2 layers)");
+  // A post-norm classifier records no sum before its LayerNorm: resid_mid is not one of its stages.
+  CHECK_THAT(error_of([&] { resolve_stage_name(post, "blocks.0.hook_resid_mid"); }),
+             Catch::Contains("records no stage under this TransformerLens name"));
+  CHECK_THAT(error_of([&] { resolve_stage_name(post, "blocks.0.attn.hook_patern"); }),
+             Catch::Contains("near names: blocks.0.attn.hook_pattern"));
+  const TransformerModel m = small_classifier();
+  Hooks unknown;
+  unknown.add("layers.0.self_attn.attention_wieghts", [](Tensor&) {});
+  CHECK_THAT(error_of([&] { run(m, &unknown); }),
+             Catch::Contains("no stage named 'layers.0.self_attn.attention_wieghts'") &&
+                 Catch::Contains("near names: layers.0.self_attn.attention_weights"));
+  Hooks recorded_only;
+  recorded_only.add("layers.0.self_attn.scores", [](Tensor&) {});
+  CHECK_THAT(error_of([&] { run(m, &recorded_only); }), Catch::Contains("cannot be replaced"));
+  Hooks reshaping;
+  reshaping.add("pooled", [](Tensor& t) { t = Tensor::from_shape({1}); });
+  CHECK(error_of([&] { run(m, &reshaping); }) == "a hook on 'pooled' changed its shape");
+}
+
+TEST_CASE("a hook changes its stage and everything after it, nothing before", "[interventions]") {
+  for (bool norm_first : {false, true}) {
+    const TransformerModel m = small_classifier(norm_first);
+    const Trace clean = run(m, nullptr);
+    Hooks zero;
+    zero.add("layers.1.ffn.output", [](Tensor& t) { std::fill(t.begin(), t.end(), 0.0f); });
+    const Trace hooked = run(m, &zero);
+    bool after = false;
+    for (size_t i = 0; i < clean.stages().size(); ++i) {
+      const Stage& a = clean.stages()[i];
+      const Stage& b = hooked.stages()[i];
+      REQUIRE(a.name == b.name);
+      INFO(a.name);
+      if (a.name == "layers.1.ffn.output") {
+        after = true;
+        CHECK(std::all_of(b.value.begin(), b.value.end(), [](float v) { return v == 0.0f; }));
+      } else if (!after) {
+        CHECK(a.value == b.value);
+      } else {
+        CHECK(a.value != b.value);
+      }
+    }
+  }
+}
+
+TEST_CASE("a replaced pattern gives the heads' outputs from it", "[interventions]") {
+  const TransformerModel m = small_classifier();
+  Hooks uniform;
+  uniform.add("layers.0.self_attn.attention_weights", [](Tensor& w) { std::fill(w.begin(), w.end(), 0.25f); });
+  const Trace t = run(m, &uniform);
+  // Uniform weights over 4 keys: each head's output is the mean of its values, at every position.
+  const Tensor& v = t.at("layers.0.self_attn.value");    // [B, H, S, dk]
+  const Tensor& z = t.at("layers.0.self_attn.attention_output");  // [B, S, H·dk]
+  for (size_t b = 0; b < 2; ++b)
+    for (size_t h = 0; h < 2; ++h)
+      for (size_t i = 0; i < 4; ++i) {
+        const float mean = (v(b, h, 0, i) + v(b, h, 1, i) + v(b, h, 2, i) + v(b, h, 3, i)) * 0.25f;
+        for (size_t s = 0; s < 4; ++s) CHECK(z(b, s, h * 4 + i) == Approx(mean).margin(1e-6));
+      }
+}
+
+TEST_CASE("mean ablation takes the mean over the real tokens of the clean run", "[interventions]") {
+  const TransformerModel m = small_classifier();
+  const ModelStages stages = model_stages(m.config);
+  const Trace clean = run(m, nullptr);
+  Ablation a;
+  a.heads = parse_heads("1.1", stages);
+  a.kind = AblationKind::mean;
+  const std::vector<size_t> lengths = {2, 4};  // item 0's last two positions are padding
+  const Hooks hooks = ablation_hooks(stages, a, &clean, lengths);
+  const Trace t = run(m, &hooks);
+  const Tensor& zc = clean.at("layers.1.self_attn.attention_output");
+  const Tensor& z = t.at("layers.1.self_attn.attention_output");
+  for (size_t i = 0; i < 4; ++i) {
+    const double mean = (double(zc(0, 0, 4 + i)) + zc(0, 1, 4 + i) + zc(1, 0, 4 + i) + zc(1, 1, 4 + i) +
+                         zc(1, 2, 4 + i) + zc(1, 3, 4 + i)) / 6.0;
+    for (size_t b = 0; b < 2; ++b)
+      for (size_t s = 0; s < 4; ++s) {
+        CHECK(z(b, s, 4 + i) == float(mean));
+        CHECK(z(b, s, i) == zc(b, s, i));  // head 0 untouched
+      }
+  }
+}
