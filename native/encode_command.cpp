@@ -114,12 +114,16 @@ Ablation ablation_of(const EncodeOptions& o, const ModelStages& stages) {
   return a;
 }
 
-// Runs `forward` with the ablation's hooks; the means of mean ablation come from a clean run of
-// `forward` on the mean data (`clean_forward`) or, without --mean-data, on the inputs themselves.
+// Runs `forward` with the ablation's hooks; the means of mean ablation come from a clean run on the
+// mean data (`clean_forward`) or, without --mean-data, on the inputs themselves (`forward`).
 template <class Forward, class CleanForward>
 Trace ablated_run(const Ablation& a, const ModelStages& stages, const std::vector<size_t>& lengths,
                   const Forward& forward, const CleanForward& clean_forward, bool has_mean_data) {
   if (a.empty()) return forward(nullptr);
+  if (a.kind == AblationKind::zero) {
+    const Hooks hooks = ablation_hooks(stages, a, nullptr, lengths);
+    return forward(&hooks);
+  }
   std::vector<size_t> clean_lengths = lengths;
   const Trace clean = has_mean_data ? clean_forward(clean_lengths) : forward(nullptr);
   const Hooks hooks = ablation_hooks(stages, a, &clean, clean_lengths);

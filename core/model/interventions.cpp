@@ -1,8 +1,6 @@
 #include "core/model/interventions.hpp"
 
 #include <algorithm>
-#include <cctype>
-#include <optional>
 
 #include "core/base/error.hpp"
 #include "core/base/parse.hpp"
@@ -49,8 +47,9 @@ Aliases layer_aliases(const ModelStages& m, size_t layer) {
   const auto add = [&](const std::string& tl, const std::string& ours) { a.emplace_back(b + tl, p + ours); };
   switch (m.family) {
     case StageFamily::classifier:
-      for (const char* x : {"q", "k", "v"})
-        add(std::string("attn.hook_") + x, std::string("self_attn.") + (x[0] == 'q' ? "query" : x[0] == 'k' ? "key" : "value"));
+      add("attn.hook_q", "self_attn.query");
+      add("attn.hook_k", "self_attn.key");
+      add("attn.hook_v", "self_attn.value");
       add("attn.hook_pattern", "self_attn.attention_weights");
       add("attn.hook_z", "self_attn.attention_output");
       add("hook_attn_out", "self_attn.output");
@@ -117,17 +116,6 @@ bool is_transformer_lens_name(const std::string& name) {
   return name.rfind("hook_", 0) == 0 || name.rfind("blocks.", 0) == 0 || name.rfind("ln_final.", 0) == 0;
 }
 
-// "blocks.L.rest" → L, or none.
-std::optional<size_t> block_index(const std::string& name) {
-  const std::string head = "blocks.";
-  if (name.rfind(head, 0) != 0) return std::nullopt;
-  size_t end = head.size(), index = 0;
-  while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end])) && end - head.size() < 9)
-    index = index * 10 + size_t(name[end++] - '0');
-  if (end == head.size() || end >= name.size() || name[end] != '.') return std::nullopt;
-  return index;
-}
-
 std::string family_label(StageFamily f) {
   return f == StageFamily::classifier ? "the tutorial's classifier" : f == StageFamily::bert ? "BERT" : "GPT-2";
 }
@@ -146,18 +134,17 @@ std::vector<std::pair<std::string, std::string>> stage_aliases(const ModelStages
 std::string resolve_stage_name(const ModelStages& m, const std::string& name) {
   if (!is_transformer_lens_name(name)) return name;
   Aliases candidates = model_aliases(m);
-  if (const auto layer = block_index(name)) {
-    if (*layer >= m.layers)
-      throw InputError("'" + name + "': layer " + std::to_string(*layer) + " is out of range (the model has " +
+  if (const auto layer = layer_of_stage(name)) {
+    if (layer->index >= m.layers)
+      throw InputError("'" + name + "': layer " + std::to_string(layer->index) + " is out of range (the model has " +
                        std::to_string(m.layers) + " layers)");
-    candidates = layer_aliases(m, *layer);
+    candidates = layer_aliases(m, layer->index);
   }
   for (const auto& [tl, ours] : candidates)
     if (tl == name) return ours;
   std::vector<std::string> names;
   for (const auto& [tl, ours] : candidates) names.push_back(tl);
-  std::string near;
-  for (const std::string& n : near_names(name, names)) near += (near.empty() ? "" : ", ") + n;
+  const std::string near = near_names(name, names);
   throw InputError("'" + name + "': " + family_label(m.family) + " records no stage under this TransformerLens name" +
                    (near.empty() ? std::string() : "; near names: " + near));
 }

@@ -42,20 +42,14 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
-std::string listed(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
 }  // namespace
 
-std::vector<std::string> near_names(const std::string& name, const std::vector<std::string>& names) {
+std::string near_names(const std::string& name, const std::vector<std::string>& names) {
   std::vector<std::pair<size_t, std::string>> ranked;
   for (const std::string& n : names) ranked.emplace_back(edit_distance(name, n), n);
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<std::string> out;
-  for (size_t i = 0; i < ranked.size() && i < 3; ++i) out.push_back(ranked[i].second);
+  std::string out;
+  for (size_t i = 0; i < ranked.size() && i < 3; ++i) out += (i ? ", " : "") + ranked[i].second;
   return out;
 }
 
@@ -67,7 +61,7 @@ void Hooks::check_reached(const Trace& trace) const {
     if (std::find(names.begin(), names.end(), h.stage) != names.end())
       throw InputError("stage '" + h.stage + "' is recorded but not handed on (an input, or computed inside a "
                        "fused step): it cannot be replaced; hook a stage after it");
-    throw InputError("no stage named '" + h.stage + "' in this model; near names: " + listed(near_names(h.stage, names)));
+    throw InputError("no stage named '" + h.stage + "' in this model; near names: " + near_names(h.stage, names));
   }
 }
 
@@ -113,7 +107,7 @@ std::string torch_repr(const Tensor& t, PrintDtype dtype) {
 }
 
 std::optional<LayerStage> layer_of_stage(std::string_view name) {
-  for (std::string_view prefix : {"layers.", "encoder.layer.", "h."}) {
+  for (std::string_view prefix : {"layers.", "encoder.layer.", "h.", "blocks."}) {
     const size_t at = prefix.size();
     if (name.substr(0, at) != prefix || at >= name.size() || !std::isdigit(static_cast<unsigned char>(name[at]))) continue;
     size_t end = at, index = 0;

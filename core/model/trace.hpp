@@ -45,8 +45,8 @@ class Hooks {
   std::vector<Hook> hooks_;
 };
 
-// The names among `names` nearest to `name` (edit distance), for "did you mean" messages.
-std::vector<std::string> near_names(const std::string& name, const std::vector<std::string>& names);
+// The (at most three) names among `names` nearest to `name` (edit distance), as "a, b, c", for messages.
+std::string near_names(const std::string& name, const std::vector<std::string>& names);
 
 class Trace {
  public:
@@ -56,7 +56,6 @@ class Trace {
   // A stage the pass only records (computed inside a fused step, or an input): hooks cannot replace it.
   void record(std::string name, Tensor value, PrintDtype dtype = PrintDtype::float32);
   bool hooked(const std::string& name) const { return hooks_ && hooks_->has(name); }
-  const Hooks* hooks() const { return hooks_; }
   const std::vector<Stage>& stages() const { return stages_; }
   const Tensor& at(const std::string& name) const;  // throws std::out_of_range for an unknown stage
 
@@ -68,7 +67,8 @@ class Trace {
 Tensor to_tensor(const MaskTensor& mask);
 
 // A stage of a layer, under any model's naming: "layers.3.norm1" (the tutorials), "encoder.layer.3.…"
-// (BERT), "h.3.ln_1" and the block's own "h.3" (GPT-2) → index 3, rest "norm1" (or ""), and the offset
+// (BERT), "h.3.ln_1" and the block's own "h.3" (GPT-2), "blocks.3.…" (TransformerLens's names) → index 3,
+// rest "norm1" (or ""), and the offset
 // where the number starts. `rest` views `name` (no allocation: the UI asks every frame).
 struct LayerStage {
   size_t index = 0;
