@@ -34,6 +34,15 @@ struct EncodeOptions {
 };
 void add_encode_command(CLI::App& app, EncodeOptions& o);
 
+struct HeadsOptions {
+  ModelOptions model;  // its --seed also seeds the random tokens (a generator of their own)
+  std::string detect = "previous_token,duplicate_token,induction", seq_len, batch, token_range,
+              error_measure = "mul";
+  SentenceOptions sentences;
+  bool exclude_bos = false, exclude_current_token = false, json = false;
+};
+void add_heads_command(CLI::App& app, HeadsOptions& o);
+
 struct BatchOptions {
   ModelOptions model;
   std::string input, output = "-", format = "jsonl", input_format = "auto", threads, batch_size = "32", shard,

@@ -118,6 +118,23 @@ attn_cli_case(ablate_train 2 "--ablate runs the model in evaluation mode: drop -
 attn_cli_case(ablate_gpt2_text 0 "ablated \\(mean\\): head 1.3 mlp 0\n"
               encode --model-dir "${pre}/gpt2_tiny" --sentence "the dog sat" --ablate 1.3 --ablate-mlp 0 --ablation mean)
 
+# attn heads: TransformerLens's head detectors against their definitions on PyTorch's attention
+# (head_detector_check.py), and the bad inputs.
+add_test(NAME cli.head_detectors COMMAND /usr/bin/python3 "${CMAKE_CURRENT_SOURCE_DIR}/head_detector_check.py" $<TARGET_FILE:attn>)
+set(heads heads --model-dir "${pre}/gpt2_tiny")
+attn_cli_case(heads_kind 2 "--detect: unknown head kind 'copy' \\(expected previous_token, duplicate_token or induction" ${heads} --detect induction,copy)
+attn_cli_case(heads_kind_twice 2 "--detect names induction twice" ${heads} --detect induction,induction)
+attn_cli_case(heads_measure 2 "--error-measure expects mul or abs, got 'l2'" ${heads} --error-measure l2)
+attn_cli_case(heads_range_syntax 2 "--token-range expects LOW:HIGH, got '5'" ${heads} --token-range 5)
+attn_cli_case(heads_range_order 2 "--token-range 9:3: LOW must be below HIGH" ${heads} --token-range 9:3)
+attn_cli_case(heads_range_vocab 2 "--token-range 0:99999: the vocabulary has 317 ids" ${heads} --token-range 0:99999)
+attn_cli_case(heads_seq_len_zero 2 "--seq-len expects an integer >= 1" ${heads} --seq-len 0)
+attn_cli_case(heads_seq_len_long 2 "--seq-len 40: the sequences would have 81 tokens; the model takes at most 64" ${heads} --seq-len 40)
+attn_cli_case(heads_sentences_and_seq_len 2 "--seq-len, --batch and --token-range shape random sequences" ${heads} --sentence "the dog" --seq-len 5)
+attn_cli_case(heads_classifier_vocab 2 "the classifier's vocabulary size is unknown: give --vocab, --vocab-size" heads --num-layers 1)
+attn_cli_case(heads_train 2 "attn heads runs the model in evaluation mode: drop --train" heads --vocab-size 9 --train)
+attn_cli_case(heads_text 0 "GPT-2: 2 layers, 4 heads of 8\n4 sequence\\(s\\) of 41 tokens \\(random\\).*induction \\(mul\\):.*best: head" ${heads})
+
 # Weights cross between attn and PyTorch in both directions, with the same logits.
 add_test(NAME cli.encode_torch_roundtrip
          COMMAND /usr/bin/python3 "${CMAKE_CURRENT_SOURCE_DIR}/torch_roundtrip.py" $<TARGET_FILE:attn>)

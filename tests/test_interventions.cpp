@@ -1,8 +1,10 @@
 // Hooks on named stages and the names they take (core/model/interventions.hpp). Ablations against
-// PyTorch are checked end to end by tests/intervention_check.py (ctest cli.interventions).
+// PyTorch are checked end to end by tests/intervention_check.py (ctest cli.interventions), the head
+// detectors by tests/head_detector_check.py (cli.head_detectors).
 #include <catch2/catch.hpp>
 
 #include "core/base/error.hpp"
+#include "core/model/head_detectors.hpp"
 #include "core/model/interventions.hpp"
 
 using namespace attn;
@@ -151,4 +153,60 @@ TEST_CASE("mean ablation takes the mean over the real tokens of the clean run", 
         CHECK(z(b, s, i) == zc(b, s, i));  // head 0 untouched
       }
   }
+}
+
+// ------------------------------------------------------------------ head detectors
+
+TEST_CASE("detection patterns are TransformerLens's on a repeated sequence", "[interventions][heads]") {
+  const std::vector<int64_t> tokens = {7, 3, 5, 7, 3, 5};  // positions 3-5 repeat 0-2
+  const auto on = [&](HeadKind kind) {
+    const std::vector<float> p = detection_pattern(kind, tokens.data(), tokens.size());
+    std::vector<std::pair<size_t, size_t>> cells;
+    for (size_t q = 0; q < 6; ++q)
+      for (size_t k = 0; k < 6; ++k)
+        if (p[q * 6 + k] != 0.0f) cells.emplace_back(q, k);
+    return cells;
+  };
+  using Cells = std::vector<std::pair<size_t, size_t>>;
+  CHECK(on(HeadKind::previous_token) == Cells{{1, 0}, {2, 1}, {3, 2}, {4, 3}, {5, 4}});
+  CHECK(on(HeadKind::duplicate_token) == Cells{{3, 0}, {4, 1}, {5, 2}});
+  // The token after each earlier copy; (q, q) when the token repeats its predecessor, as TL's roll gives.
+  CHECK(on(HeadKind::induction) == Cells{{3, 1}, {4, 2}, {5, 3}});
+  const std::vector<int64_t> twice = {4, 4};
+  CHECK(detection_pattern(HeadKind::induction, twice.data(), 2) == std::vector<float>{0, 0, 0, 1});
+}
+
+TEST_CASE("a head that attends as the pattern says scores 1, a uniform one its share", "[interventions][heads]") {
+  const std::vector<int64_t> tokens = {1, 2, 3, 1, 2, 3};
+  const size_t n = tokens.size();
+  const std::vector<float> previous = detection_pattern(HeadKind::previous_token, tokens.data(), n);
+  std::vector<float> attention = previous;
+  attention[0] = 1.0f;  // the first query has no previous token: it attends to itself
+  CHECK(head_score(attention.data(), previous, n, {}) == Approx(5.0 / 6.0));
+  CHECK(head_score(attention.data(), previous, n, {ErrorMeasure::mul, false, true}) == Approx(1.0));
+  CHECK(head_score(attention.data(), previous, n, {ErrorMeasure::abs, false, false}) == Approx(1.0 - 1.0 / 6.0));
+  std::vector<float> uniform(n * n, 0.0f);  // causal, uniform over the keys so far
+  for (size_t q = 0; q < n; ++q)
+    for (size_t k = 0; k <= q; ++k) uniform[q * n + k] = 1.0f / float(q + 1);
+  double share = 0;
+  for (size_t q = 1; q < n; ++q) share += 1.0 / double(q + 1);
+  CHECK(head_score(uniform.data(), previous, n, {}) == Approx(share / double(n)));
+}
+
+TEST_CASE("head kinds, error measures and token ranges parse strictly", "[interventions][heads]") {
+  CHECK(parse_head_kinds("induction,previous_token") == std::vector<HeadKind>{HeadKind::induction, HeadKind::previous_token});
+  CHECK_THROWS_AS(parse_head_kinds(""), InputError);
+  CHECK_THROWS_AS(parse_head_kinds("induction,"), InputError);
+  CHECK_THROWS_AS(parse_error_measure("MUL"), InputError);
+  CHECK(parse_token_range("3:9", 9).high == 9);
+  CHECK_THROWS_AS(parse_token_range("3:10", 9), InputError);
+  CHECK_THROWS_AS(parse_token_range("18446744073709551615:4", 9), InputError);
+  TorchGenerator gen(0);
+  const std::vector<int64_t> ids = repeated_random_tokens(gen, 2, 3, 5, 9);
+  REQUIRE(ids.size() == 12);
+  for (size_t b = 0; b < 2; ++b)
+    for (size_t i = 0; i < 3; ++i) {
+      CHECK(ids[b * 6 + i] == ids[b * 6 + i + 3]);
+      CHECK((ids[b * 6 + i] >= 5 && ids[b * 6 + i] < 9));
+    }
 }

@@ -23,11 +23,6 @@ void assign(std::string& role, const std::string& path, const char* what) {
   role = path;
 }
 
-// The id of `token` in the tokenizer, or `fallback` when it has none.
-int64_t special_id(const PretrainedTokenizer& t, const std::string& token, int64_t fallback) {
-  return std::visit([&](const auto& tok) { return tok.find(token).value_or(fallback); }, t);
-}
-
 std::string label(const PretrainedTokenizer& t, const std::string& token) {
   return std::holds_alternative<BytePairTokenizer>(t) ? readable_token(token) : token;
 }
@@ -48,6 +43,13 @@ size_t tokenizer_size(const PretrainedTokenizer& t) {
 }
 const std::string& tokenizer_token(const PretrainedTokenizer& t, int64_t id) {
   return std::visit([id](const auto& tok) -> const std::string& { return tok.token(id); }, t);
+}
+std::optional<int64_t> tokenizer_find(const PretrainedTokenizer& t, const std::string& token) {
+  return std::visit([&](const auto& tok) { return tok.find(token); }, t);
+}
+std::string token_label(const Pretrained& p, int64_t id) {
+  if (id < 0 || size_t(id) >= tokenizer_size(p.tokenizer)) return "<id " + std::to_string(id) + ">";
+  return label(p.tokenizer, tokenizer_token(p.tokenizer, id));
 }
 
 PretrainedFiles sort_pretrained_files(const std::vector<std::string>& paths) {
@@ -130,7 +132,7 @@ PretrainedBatch tokenize_pretrained(const Pretrained& p, const std::vector<std::
   in.batch = encoded.size();
   for (const Encoding& e : encoded) in.seq = std::max(in.seq, e.ids.size());
   const std::string pad = bert ? "[PAD]" : "<|endoftext|>";
-  const int64_t pad_id = special_id(p.tokenizer, pad, 0);
+  const int64_t pad_id = tokenizer_find(p.tokenizer, pad).value_or(0);
   for (const Encoding& e : encoded) {
     in.lengths.push_back(e.ids.size());
     in.ids.insert(in.ids.end(), e.ids.begin(), e.ids.end());
@@ -164,8 +166,7 @@ std::vector<NextToken> next_tokens(const Pretrained& p, const Trace& trace, cons
   std::vector<NextToken> out;
   for (size_t i = 0; i < k; ++i) {
     const int64_t id = int64_t(order[i]);
-    const std::string token = size_t(id) < tokenizer_size(p.tokenizer) ? tokenizer_token(p.tokenizer, id) : "<id " + std::to_string(id) + ">";
-    out.push_back({id, label(p.tokenizer, token), probs[order[i]] / sum});
+    out.push_back({id, token_label(p, id), probs[order[i]] / sum});
   }
   return out;
 }

@@ -2,6 +2,7 @@
 // found by their names, loaded into a model with its own tokenizer, and sentences turned into its input.
 // Both the CLI (a folder or files by name) and the playground (files the user picks) come here.
 #pragma once
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -30,11 +31,15 @@ bool is_pretrained_config(const Json& json);
 using PretrainedTokenizer = std::variant<WordPieceTokenizer, BytePairTokenizer>;
 size_t tokenizer_size(const PretrainedTokenizer& tokenizer);
 const std::string& tokenizer_token(const PretrainedTokenizer& tokenizer, int64_t id);
+std::optional<int64_t> tokenizer_find(const PretrainedTokenizer& tokenizer, const std::string& token);
 
 struct Pretrained {
   PretrainedModel model;
   PretrainedTokenizer tokenizer;
 };
+
+// Token `id` as a label (byte-level tokens readable), "<id N>" beyond the tokenizer's vocabulary.
+std::string token_label(const Pretrained& model, int64_t id);
 
 // Reads and checks every file (each reader's InputError names its file): the family from config.json,
 // the tokenizer that family needs (vocab.txt for BERT, vocab.json + merges.txt for GPT-2) and whose ids

@@ -34,10 +34,10 @@ class WordPieceTokenizer {
   size_t size() const { return tokens_.size(); }
   const std::string& token(int64_t id) const;
   std::optional<int64_t> find(const std::string& token) const;  // its id, if the vocabulary has it
+  std::vector<std::string> specials() const;  // [UNK], [CLS], [SEP], [PAD], [MASK]: those the vocabulary has
 
  private:
   std::vector<std::string> basic_tokens(const std::string& text) const;
-  std::vector<std::string> specials() const;  // those the vocabulary has
   void word_pieces(const std::string& word, std::vector<std::string>& out) const;
   int64_t id_of(const std::string& token) const { return ids_.at(token); }
 

@@ -1,8 +1,10 @@
-// What --ablate, --ablate-mlp and --ablation take, and a stage name (the engine's or TransformerLens's)
-// hooked on a small classifier: the first byte picks the model's family, the first line is the
-// ablation list, the rest the stage name.
+// What --ablate, --ablate-mlp, --ablation, --detect, --error-measure and --token-range take, and a
+// stage name (the engine's or TransformerLens's) hooked on a small classifier: the first byte picks
+// the model's family, the first line is the list, the rest the stage name; its bytes are also token
+// ids whose heads the detectors score.
 #include <algorithm>
 
+#include "core/model/head_detectors.hpp"
 #include "core/model/interventions.hpp"
 #include "tests/fuzz/fuzz_target.hpp"
 
@@ -34,6 +36,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   attn::fuzz::guarded([&] { attn::parse_heads(list, stages); });
   attn::fuzz::guarded([&] { attn::parse_layers(list, stages, "--ablate-mlp"); });
   attn::fuzz::guarded([&] { attn::parse_ablation_kind(list); });
+  attn::fuzz::guarded([&] { attn::parse_error_measure(list); });
+  attn::fuzz::guarded([&] { attn::parse_token_range(list, 6); });
+  attn::fuzz::guarded([&] {
+    const std::vector<attn::HeadKind> kinds = attn::parse_head_kinds(list);
+    std::vector<int64_t> ids;
+    for (size_t i = 0; i < std::min<size_t>(name.size(), 8); ++i) ids.push_back(int64_t(uint8_t(name[i]) % 6));
+    if (ids.empty()) return;
+    const attn::ModelStages classifier_stages = attn::model_stages(classifier().config);
+    const attn::Trace trace = attn::classify(classifier(), ids, 1, ids.size(), attn::MaskKind::causal, nullptr);
+    attn::detect_heads(classifier_stages, trace, ids, {ids.size()}, kinds, {attn::ErrorMeasure::mul, bool(data[0] & 4), bool(data[0] & 8)});
+  });
   return attn::fuzz::guarded([&] {
     const std::string stage = attn::resolve_stage_name(stages, name);
     if (stages.family != attn::StageFamily::classifier) return;

@@ -1,0 +1,46 @@
+// Any model the engine runs, as the interventions see it: the tutorial's classifier (with its
+// vocabulary and mask) or a BERT / GPT-2 checkpoint (with its tokenizer), loaded from the model options
+// every front end shares, turning sentences or ids into a batch and running it with hooks.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model/interventions.hpp"
+#include "core/model/model_options.hpp"
+#include "core/model/pretrained_files.hpp"
+
+namespace attn {
+
+struct ModelInput {
+  std::vector<int64_t> ids, type_ids;            // [batch, seq]; type_ids: BERT's segments (empty = 0)
+  std::vector<size_t> lengths;                   // each row's real tokens (right padding after them)
+  size_t batch = 0, seq = 0;
+  std::vector<std::vector<std::string>> tokens;  // readable labels
+};
+
+struct LoadedModel {
+  std::optional<TransformerModel> classifier;
+  MaskKind mask = MaskKind::padding;
+  Vocab vocab;  // the classifier's
+  std::optional<Pretrained> pretrained;
+
+  ModelStages stages() const;
+  std::string description() const;  // "GPT-2: 2 layers, 4 heads of 8", for reports
+  size_t vocab_size() const;
+  size_t max_positions() const;
+  std::string token(int64_t id) const;  // readable
+  // The sentences through the model's tokenizer (BERT adds [CLS] … [SEP]), padded to the longest.
+  ModelInput tokenize(const std::vector<std::string>& sentences) const;
+  // Rows of ids (each within the vocabulary, else InputError), padded with the model's padding id.
+  ModelInput from_ids(const std::vector<std::vector<int64_t>>& rows) const;
+  // The forward pass in evaluation mode (no dropout), `hooks` intervening.
+  Trace forward(const ModelInput& input, const Hooks* hooks = nullptr) const;
+};
+
+// A checkpoint when the options name one, else the classifier (seeded or loaded) whose vocabulary is
+// --vocab or, without it, built from `sentences` (or, for ids alone, --vocab-size / the config's).
+// Options the command cannot honour (--train) are refused by the caller.
+LoadedModel load_model(const ModelOptions& o, const std::vector<std::string>& sentences);
+
+}  // namespace attn
