@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace attn {
 
@@ -10,6 +11,8 @@ namespace attn {
 size_t parse_size(const std::string& flag, const std::string& text, size_t min);
 // A finite decimal number, or an InputError naming the flag.
 double parse_number(const std::string& flag, const std::string& text);
+// The items of a comma-separated list, empty ones kept ("a,,b" → a, "", b; "" → one empty item).
+std::vector<std::string> split_commas(const std::string& text);
 // A whole file's bytes; `what` names it in the InputError when it cannot be read.
 std::string read_text_file(const std::string& path, const std::string& what);
 

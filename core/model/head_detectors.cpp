@@ -24,11 +24,7 @@ std::string head_kind_name(HeadKind kind) {
 
 std::vector<HeadKind> parse_head_kinds(const std::string& text) {
   std::vector<HeadKind> kinds;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, comma - start);
-    start = comma + 1;
+  for (const std::string& item : split_commas(text)) {
     bool known = false;
     for (HeadKind k : all_kinds) {
       if (head_kind_name(k) != item) continue;
@@ -91,13 +87,16 @@ std::vector<HeadScores> detect_heads(const ModelStages& m, const Trace& trace, c
   const size_t B = lengths.size(), S = B ? ids.size() / B : 0;
   std::vector<HeadScores> out;
   for (HeadKind kind : kinds) out.push_back({kind, m.layers, m.heads, std::vector<double>(m.layers * m.heads, 0.0)});
+  std::vector<const Tensor*> weights;
+  for (size_t layer = 0; layer < m.layers; ++layer)
+    weights.push_back(&trace.at(resolve_stage_name(m, "blocks." + std::to_string(layer) + ".attn.hook_pattern")));
   std::vector<float> square;
-  for (size_t layer = 0; layer < m.layers; ++layer) {
-    const Tensor& w = trace.at(resolve_stage_name(m, "blocks." + std::to_string(layer) + ".attn.hook_pattern"));
-    for (size_t b = 0; b < B; ++b) {
-      const size_t n = lengths[b];
-      for (size_t k = 0; k < kinds.size(); ++k) {
-        const std::vector<float> pattern = detection_pattern(kinds[k], ids.data() + b * S, n);
+  for (size_t b = 0; b < B; ++b) {
+    const size_t n = lengths[b];
+    for (size_t k = 0; k < kinds.size(); ++k) {
+      const std::vector<float> pattern = detection_pattern(kinds[k], ids.data() + b * S, n);
+      for (size_t layer = 0; layer < m.layers; ++layer) {
+        const Tensor& w = *weights[layer];
         for (size_t h = 0; h < m.heads; ++h) {
           square.resize(n * n);  // the item's real positions: the [n, n] corner of [S, S]
           for (size_t q = 0; q < n; ++q)

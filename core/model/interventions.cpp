@@ -159,17 +159,6 @@ std::string mlp_output_stage(const ModelStages& m, size_t layer) {
 
 namespace {
 
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> items;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = std::min(text.find(',', start), text.size());
-    items.push_back(text.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return items;
-}
-
 size_t layer_in_range(const std::string& flag, const std::string& text, const ModelStages& m) {
   const size_t layer = parse_size(flag + " (layer)", text, 0);
   if (layer >= m.layers)
@@ -183,7 +172,7 @@ size_t layer_in_range(const std::string& flag, const std::string& text, const Mo
 std::vector<HeadIndex> parse_heads(const std::string& text, const ModelStages& m) {
   if (m.layers == 0 || m.heads == 0) throw InputError("--ablate: this model has no attention heads");
   std::vector<HeadIndex> heads;
-  for (const std::string& item : split_list(text)) {
+  for (const std::string& item : split_commas(text)) {
     const size_t dot = item.find('.');
     if (dot == std::string::npos)
       throw InputError("--ablate expects LAYER.HEAD items separated by commas (e.g. 0.1,1.3), got '" + item + "'");
@@ -198,7 +187,7 @@ std::vector<HeadIndex> parse_heads(const std::string& text, const ModelStages& m
 
 std::vector<size_t> parse_layers(const std::string& text, const ModelStages& m, const std::string& flag) {
   std::vector<size_t> layers;
-  for (const std::string& item : split_list(text)) layers.push_back(layer_in_range(flag, item, m));
+  for (const std::string& item : split_commas(text)) layers.push_back(layer_in_range(flag, item, m));
   return layers;
 }
 
