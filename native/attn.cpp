@@ -4,6 +4,7 @@
 //   attn batch      the same model over a file of any size, streaming (attn merge joins its shards)
 //   attn train      the classifier trained on a task or labelled data, as PyTorch trains it
 //   attn heads      every head scored as a previous-token, duplicate-token or induction head
+//   attn patch      activation patching from a clean into a corrupted input
 //   attn bench      the kernels and the model timed, side by side with PyTorch
 // Exit status: 0 success, 2 bad usage or input (with a message naming the problem), 3 attn batch
 // computed every good item but some items were bad, 130 attn train interrupted (after its checkpoint).
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
   attn::cli::MergeOptions merge;
   attn::cli::TrainOptions train;
   attn::cli::HeadsOptions heads;
+  attn::cli::PatchOptionsCli patch;
   attn::cli::BenchOptions bench;
   attn::cli::add_tutorial_command(app, tutorial);
   attn::cli::add_encode_command(app, encode);
@@ -38,11 +40,12 @@ int main(int argc, char** argv) {
   attn::cli::add_merge_command(app, merge);
   attn::cli::add_train_command(app, train);
   attn::cli::add_heads_command(app, heads);
+  attn::cli::add_patch_command(app, patch);
   attn::cli::add_bench_command(app, bench);
   try {
     app.parse(argc, argv);
     if (app.get_subcommands().empty())
-      throw attn::InputError("a subcommand is required (tutorial, encode, batch, merge, train, heads, bench); see 'attn --help'");
+      throw attn::InputError("a subcommand is required (tutorial, encode, batch, merge, train, heads, patch, bench); see 'attn --help'");
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

@@ -23,6 +23,7 @@
 #include "core/io/safetensors.hpp"
 #include "core/batch/batch.hpp"
 #include "core/train/train.hpp"
+#include "core/model/patching.hpp"
 #include "core/model/tutorial.hpp"
 #include "native/cli.hpp"
 #if defined(ATTN_HAVE_BACKENDS)
@@ -67,6 +68,14 @@ Timing measure(const std::function<void()>& fn, double budget, size_t inner = 1)
   }
   t.extra_bytes = std::max(0.0, process_status_bytes("VmHWM:") - before);
   return t;
+}
+
+// One call, timed: for cases of many seconds, where measure()'s four calls would take minutes.
+Timing measure_once(const std::function<void()>& fn) {
+  reset_peak_memory();
+  const double before = process_status_bytes("VmRSS:"), t0 = now();
+  fn();
+  return {{now() - t0}, std::max(0.0, process_status_bytes("VmHWM:") - before)};
 }
 
 double median(std::vector<double> v) {
@@ -291,9 +300,71 @@ void bench_train(Context& c) {
   }
 }
 
+// A GPT-2-shaped model of random weights (N(0, 0.02), as GPT-2 initialises them; LayerNorms 1 and 0).
+PretrainedModel random_gpt2(size_t layers, size_t heads, size_t d, size_t vocab, size_t positions) {
+  PretrainedModel m;
+  PretrainedConfig& c = m.config;
+  c.family = ModelFamily::gpt2, c.architecture = "GPT2LMHeadModel", c.vocab_size = vocab, c.hidden_size = d;
+  c.num_heads = heads, c.num_layers = layers, c.intermediate_size = 4 * d, c.max_positions = positions;
+  c.layer_norm_eps = 1e-5, c.activation = HiddenAct::gelu_new;
+  uint32_t seed = 10;
+  const auto tensor = [&](const Shape& shape) {
+    Tensor t = Tensor::from_shape(shape);
+    const std::vector<float> v = random_floats(t.size(), seed++, 0.02f);
+    std::copy(v.begin(), v.end(), t.begin());
+    return t;
+  };
+  const auto linear = [&](size_t out, size_t in) { return Linear{tensor({out, in}), tensor({out})}; };
+  const auto norm = [&] {
+    LayerNorm n{Tensor::from_shape({d}), Tensor::from_shape({d})};
+    std::fill(n.weight.begin(), n.weight.end(), 1.0f);
+    std::fill(n.bias.begin(), n.bias.end(), 0.0f);
+    return n;
+  };
+  m.word_embeddings = tensor({vocab, d});
+  m.position_embeddings = tensor({positions, d});
+  for (size_t i = 0; i < layers; ++i)
+    m.layers.push_back({linear(d, d), linear(d, d), linear(d, d), linear(d, d), linear(4 * d, d), linear(d, 4 * d), norm(), norm()});
+  m.final_norm = norm();
+  return m;
+}
+
+// attn patch's layer × head sweep on a GPT-2-small-shaped model of random weights and a 20-token
+// prompt (one token differs between clean and corrupted): resumed at the patched layer, as attn patch
+// runs, and with full reruns, to measure what resuming saves. PyTorch's peer reruns the whole model
+// with a forward pre-hook per patch, as TransformerLens does.
+void bench_patch(Context& c) {
+  struct Size {
+    size_t layers, heads, d, vocab, seq;
+  };
+  const Size z = c.options.quick ? Size{2, 4, 64, 1000, 8} : Size{12, 12, 768, 50257, 20};
+  LoadedModel m;  // no tokenizer needed: the prompts are ids
+  m.pretrained = Pretrained{random_gpt2(z.layers, z.heads, z.d, z.vocab, 1024), BytePairTokenizer({}, {})};
+  std::mt19937 draw(2);
+  std::vector<int64_t> clean(z.seq);
+  for (int64_t& id : clean) id = int64_t(draw() % z.vocab);
+  std::vector<int64_t> corrupted = clean;
+  corrupted[z.seq / 2] = (corrupted[z.seq / 2] + 1) % int64_t(z.vocab);
+  const double d = double(z.d), S = double(z.seq);
+  for (bool resume : {true, false}) {
+    Patching p;
+    const auto sweep = [&] {
+      p = activation_patching(m, m.from_ids({clean}), m.from_ids({corrupted}), logit_difference(z.seq - 1, 0, 1),
+                              {PatchKind::heads}, {resume, nullptr});
+    };
+    const Timing t = c.options.quick ? measure(sweep, c.budget) : measure_once(sweep);
+    batch::Fnv1a recovery;
+    recovery.update(p.sweeps[0].recovery.data(), p.sweeps[0].recovery.size() * sizeof(double));
+    const double flops = S * (double(p.layers_run) * (24 * d * d + 4 * S * d) + double(p.runs) * 2 * d * double(z.vocab));
+    c.report("patch", {{"layers", z.layers}, {"heads", z.heads}, {"d_model", z.d}, {"vocab", z.vocab}, {"seq", z.seq},
+                       {"sweep", "heads"}, {"path", resume ? "resumed" : "full reruns"}},
+             t, flops, {{"runs", p.runs}, {"layers_run", p.layers_run}, {"recovery_fnv1a64", recovery.hex()}});
+  }
+}
+
 const std::vector<std::pair<std::string, void (*)(Context&)>> all_cases = {
-    {"tutorial", bench_tutorial}, {"sdpa", bench_sdpa}, {"mha", bench_mha}, {"encoder", bench_encoder},
-    {"gemm", bench_gemm},         {"train", bench_train}};
+    {"tutorial", bench_tutorial}, {"sdpa", bench_sdpa},   {"mha", bench_mha},    {"encoder", bench_encoder},
+    {"gemm", bench_gemm},         {"train", bench_train}, {"patch", bench_patch}};
 
 // ---------------------------------------------------------------------------------------------
 // PyTorch side by side
@@ -375,7 +446,7 @@ std::string format_row(const Json& r) {
 }  // namespace
 
 void add_bench_options(CLI::App& cmd, BenchOptions& o) {
-  cmd.add_option("cases", o.cases, "tutorial, sdpa, mha, encoder, gemm, train (default: all)");
+  cmd.add_option("cases", o.cases, "tutorial, sdpa, mha, encoder, gemm, train, patch (default: all)");
   cmd.add_option("--threads", o.threads, "threads (default: the number of cores)");
   cmd.add_option("--isa", o.isa, "force the kernels' instruction set: avx512, avx2, sse4.2");
   cmd.add_option("--backend", o.backend, "compute backend of the sdpa, mha and encoder cases (cpu, gl, cuda, auto)");
@@ -397,7 +468,7 @@ void add_bench_command(CLI::App& app, BenchOptions& o) {
 void run_bench(const BenchOptions& o) {
   for (const std::string& name : o.cases)
     if (std::none_of(all_cases.begin(), all_cases.end(), [&](const auto& c) { return c.first == name; }))
-      throw InputError("unknown benchmark case '" + name + "' (expected tutorial, sdpa, mha, encoder, gemm or train)");
+      throw InputError("unknown benchmark case '" + name + "' (expected tutorial, sdpa, mha, encoder, gemm, train or patch)");
   if (!o.isa.empty()) set_kernel_isa(o.isa);
   const size_t threads = o.threads.empty() ? hardware_threads() : parse_size("--threads", o.threads, 1);
   ThreadPool pool(threads);

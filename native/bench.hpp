@@ -11,7 +11,7 @@
 namespace attn::cli {
 
 struct BenchOptions {
-  std::vector<std::string> cases;  // tutorial, sdpa, mha, encoder, gemm, train; empty = all
+  std::vector<std::string> cases;  // tutorial, sdpa, mha, encoder, gemm, train, patch; empty = all
   std::string threads, isa, backend = "cpu", torch_python = "/usr/bin/python3", dump;
   bool json = false, quick = false, torch = false;
 };

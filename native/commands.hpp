@@ -28,6 +28,7 @@ struct EncodeOptions {
   std::string save_weights, save_npy, backend;  // backend empty: the exact reference path
   std::string top_k = "10", temperature = "1";   // GPT-2's next-token list
   std::string ablate, ablate_mlp, ablation = "zero", mean_data;  // interventions (core/model/interventions.hpp)
+  bool logit_lens = false;                                         // core/model/logit_lens.hpp
   std::vector<std::string> ids;
   SentenceOptions sentences;
   bool json = false;
@@ -42,6 +43,14 @@ struct HeadsOptions {
   bool exclude_bos = false, exclude_current_token = false, json = false;
 };
 void add_heads_command(CLI::App& app, HeadsOptions& o);
+
+struct PatchOptionsCli {  // core/model/patching.hpp's PatchOptions are the engine's
+  ModelOptions model;
+  std::string clean, corrupted, answer, answer_id, wrong, wrong_id, label,
+      sweep = "heads,resid_pre,attn_out,mlp_out";
+  bool json = false;
+};
+void add_patch_command(CLI::App& app, PatchOptionsCli& o);
 
 struct BatchOptions {
   ModelOptions model;

@@ -15,6 +15,7 @@
 #include "native/backends.hpp"
 #include "native/commands.hpp"
 #include "core/model/interventions.hpp"
+#include "core/model/logit_lens.hpp"
 #include "core/model/model_options.hpp"
 
 namespace attn::cli {
@@ -144,6 +145,79 @@ std::string ablation_text(const Ablation& a) {
   return out + "\n";
 }
 
+// --- the logit lens ---
+
+// A flat [stage, item, position, width] vector as nested arrays.
+template <class T>
+Json nested(const std::vector<T>& flat, const LogitLens& l, size_t width) {
+  Json stages = Json::array();
+  for (size_t r = 0, i = 0; r < l.stages.size(); ++r) {
+    Json items = Json::array();
+    for (size_t b = 0; b < l.batch; ++b) {
+      Json positions = Json::array();
+      for (size_t s = 0; s < l.seq; ++s, i += width) positions.push_back(std::vector<T>(flat.begin() + i, flat.begin() + i + width));
+      items.push_back(std::move(positions));
+    }
+    stages.push_back(std::move(items));
+  }
+  return stages;
+}
+
+Json lens_json(const LogitLens& l, const std::function<std::string(int64_t)>& token) {
+  Json doc = {{"stages", l.stages}, {"axes", {"stage", "item", "position", l.classes ? "class" : "rank"}},
+              {"probabilities", nested(l.probabilities, l, l.width)}};
+  if (l.classes) {
+    Json pooled = Json::array();
+    for (size_t r = 0; r < l.stages.size(); ++r) {
+      Json items = Json::array();
+      for (size_t b = 0; b < l.batch; ++b)
+        items.push_back(std::vector<float>(l.pooled.begin() + (r * l.batch + b) * l.width,
+                                           l.pooled.begin() + (r * l.batch + b + 1) * l.width));
+      pooled.push_back(std::move(items));
+    }
+    doc["pooled"] = std::move(pooled);
+    return doc;
+  }
+  std::vector<std::string> tokens;
+  for (int64_t id : l.ids) tokens.push_back(token(id));
+  doc["ids"] = nested(l.ids, l, l.width);
+  doc["tokens"] = nested(tokens, l, l.width);
+  return doc;
+}
+
+// Per item, a row per stage: each position's most likely token or class and its probability (a
+// classifier's row ends with its pooled prediction).
+std::string lens_text(const LogitLens& l, const std::function<std::string(int64_t)>& token) {
+  std::string out = "\nlogit lens (" + std::string(l.classes ? "each position's most likely class, then the pooled prediction"
+                                                                : "each position's most likely next token") + "):\n";
+  char cell[96];
+  for (size_t b = 0; b < l.batch; ++b) {
+    out += "item " + std::to_string(b + 1) + ":\n";
+    for (size_t r = 0; r < l.stages.size(); ++r) {
+      std::snprintf(cell, sizeof cell, "%-28s", l.stages[r].c_str());
+      out += cell;
+      for (size_t s = 0; s < l.seq; ++s) {
+        const size_t at = ((r * l.batch + b) * l.seq + s) * l.width;
+        size_t best = 0;
+        if (l.classes)
+          for (size_t c = 1; c < l.width; ++c) best = l.probabilities[at + c] > l.probabilities[at + best] ? c : best;
+        std::snprintf(cell, sizeof cell, " %s %.3f", token(l.ids[at + best]).c_str(), l.probabilities[at + best]);
+        out += cell;
+      }
+      if (l.classes) {
+        const float* p = l.pooled.data() + (r * l.batch + b) * l.width;
+        const size_t best = size_t(std::max_element(p, p + l.width) - p);
+        std::snprintf(cell, sizeof cell, "  | pooled: class %zu %.3f", best, p[best]);
+        out += cell;
+      }
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+std::string class_label(int64_t c) { return "class " + std::to_string(c); }
+
 // The fast path (fused attention, FMA kernels, or a GPU): the same stages but scores and weights.
 Trace classify_on_backend(const EncodeOptions& o, const TransformerModel& model, const Inputs& in) {
   if (o.model.train) throw InputError("--backend computes in evaluation mode only (no dropout): drop --train");
@@ -219,7 +293,10 @@ void run_pretrained(const EncodeOptions& o, const PretrainedFiles& files) {
   if (p.model.config.family == ModelFamily::gpt2)
     for (size_t row = 0; row < batch.input.batch; ++row) next.push_back(next_tokens(p, trace, batch.input, row, k, temperature));
   if (!o.save_npy.empty()) save_npy_dir(o.save_npy, trace);
-  if (!o.json) return print(ablation_text(ablation) + pretrained_report(p, batch, trace, next));
+  const auto token = [&](int64_t id) { return token_label(p, id); };
+  std::optional<LogitLens> lens;
+  if (o.logit_lens) lens = logit_lens(p.model, trace, k);
+  if (!o.json) return print(ablation_text(ablation) + pretrained_report(p, batch, trace, next) + (lens ? lens_text(*lens, token) : ""));
   const PretrainedConfig& c = p.model.config;
   Json doc = {{"family", family_name(c.family)},
               {"architecture", c.architecture},
@@ -233,11 +310,14 @@ void run_pretrained(const EncodeOptions& o, const PretrainedFiles& files) {
               {"stages", stages_json(trace)}};
   if (!next.empty()) doc["next_tokens"] = next_tokens_json(next);
   if (!ablation.empty()) doc["ablation"] = ablation_json(ablation);
+  if (lens) doc["logit_lens"] = lens_json(*lens, token);
   print(doc.dump() + "\n");
 }
 
 void run(const EncodeOptions& o) {
   if (const auto files = pretrained_files(o.model)) return run_pretrained(o, *files);
+  if (!o.backend.empty() && o.logit_lens)
+    throw InputError("--logit-lens reads the exact path's residual stream: drop --backend");
   const Inputs in = read_inputs(o);
   const size_t needed = in.has_vocab ? in.vocab.size() : size_t(*std::max_element(in.ids.begin(), in.ids.end())) + 1;
   TorchGenerator gen(parse_seed(o.model.seed.empty() ? "0" : o.model.seed));
@@ -261,9 +341,11 @@ void run(const EncodeOptions& o) {
   const Trace trace = o.backend.empty()
                           ? ablated_run(ablation, stages, in.lengths, forward, clean_on_mean_data, !o.mean_data.empty())
                           : classify_on_backend(o, model, in);
+  std::optional<LogitLens> lens;
+  if (o.logit_lens) lens = logit_lens(model, trace);
   if (!o.save_weights.empty()) write_safetensors(o.save_weights, state_dict(model));
   if (!o.save_npy.empty()) save_npy_dir(o.save_npy, trace);
-  if (!o.json) return print(ablation_text(ablation) + text_report(model, in, trace, train));
+  if (!o.json) return print(ablation_text(ablation) + text_report(model, in, trace, train) + (lens ? lens_text(*lens, class_label) : ""));
   Json doc = {{"config", config_to_json(model.config)},
               {"mode", train ? "train" : "eval"},
               {"parameter_count", parameter_count(model)}};
@@ -275,6 +357,7 @@ void run(const EncodeOptions& o) {
   }
   if (!ablation.empty()) doc["ablation"] = ablation_json(ablation);
   doc["stages"] = stages_json(trace);
+  if (lens) doc["logit_lens"] = lens_json(*lens, class_label);
   print(doc.dump() + "\n");
 }
 
@@ -299,6 +382,8 @@ void add_encode_command(CLI::App& app, EncodeOptions& o) {
                                             "the real tokens of --mean-data, else of the inputs)")
       ->capture_default_str();
   cmd->add_option("--mean-data", o.mean_data, "sentences file (one per line) whose run gives --ablation mean its means");
+  cmd->add_flag("--logit-lens", o.logit_lens, "read every layer's residual stream through the final LayerNorm and the "
+                                              "unembedding (GPT-2: top --top-k tokens) or the classifier's head");
   cmd->add_option("--backend", o.backend,
                   "compute on cpu (fast kernels), gl, cuda or auto instead of the PyTorch-exact reference path; "
                   "scores and attention weights are then not stored");

@@ -202,13 +202,7 @@ def bench_gemm(args):
 def bench_train(args):
     """One training step of the tutorial's classifier: train-mode forward (dropout 0.1), cross-entropy,
     backward, AdamW; the sizes of attn bench's train case."""
-    import importlib.util
-    import pathlib
-    spec = importlib.util.spec_from_file_location("fixture_transformer",
-                                                  pathlib.Path(__file__).with_name("torchgen") / "transformer.py")
-    tutorial = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tutorial)
-    tutorial.rec = lambda name, t: None  # the stage recorder's copies are not part of a step
+    tutorial = torchgen("transformer")
     sizes = [(32, 4, 1, 100, 4, 8)] if args.quick else [(128, 8, 4, 1000, 32, 16), (512, 8, 6, 1000, 8, 128)]
     out = []
     with torch.enable_grad():
@@ -232,8 +226,65 @@ def bench_train(args):
     return out
 
 
+def torchgen(name):
+    """A module of tests/torchgen by path (PyTorch ships a package named torchgen), its stage recorder
+    made a no-op: its copies are not part of what is timed."""
+    import importlib.util
+    import pathlib
+    spec = importlib.util.spec_from_file_location(f"fixture_{name}", pathlib.Path(__file__).with_name("torchgen") / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.rec = lambda name, t: None
+    return module
+
+
+def bench_patch(args):
+    """attn patch's layer x head sweep as TransformerLens runs it: the clean run's z cached by hooks,
+    then for every head the whole corrupted run again with a forward pre-hook on that layer's output
+    projection replacing the head's columns; GPT-2-small-shaped (tests/torchgen's GPT2LMHeadModel,
+    transformers' eager math), 20 tokens, one differing."""
+    P = torchgen("pretrained")
+    layers, heads, d, vocab, seq = (2, 4, 64, 1000, 8) if args.quick else (12, 12, 768, 50257, 20)
+    config = dict(P.GPT2_CONFIG, n_embd=d, n_head=heads, n_layer=layers, n_positions=1024, vocab_size=vocab)
+    model = P.GPT2LMHeadModel(config).eval()
+    clean = torch.randint(0, vocab, (1, seq))
+    corrupted = clean.clone()
+    corrupted[0, seq // 2] = (corrupted[0, seq // 2] + 1) % vocab
+    projections = [block.attn.c_proj for block in model.transformer.h]
+    dk = d // heads
+
+    def sweep():
+        cache = {}
+        handles = [p.register_forward_pre_hook(lambda m, a, l=l: cache.__setitem__(l, a[0])) for l, p in enumerate(projections)]
+        model(clean)
+        for h in handles:
+            h.remove()
+        model(corrupted)
+        for l, p in enumerate(projections):
+            for h in range(heads):
+                def patch(m, a, l=l, h=h):
+                    z = a[0].clone()
+                    z[..., h * dk:(h + 1) * dk] = cache[l][..., h * dk:(h + 1) * dk]
+                    return (z,)
+                handle = p.register_forward_pre_hook(patch)
+                logits = model(corrupted)
+                float(logits[0, -1, 0] - logits[0, -1, 1])
+                handle.remove()
+    if args.quick:
+        samples, extra = measure(sweep, args.budget)
+    else:
+        reset_peak_memory()
+        before, t0 = status_bytes("VmRSS:"), time.perf_counter()
+        sweep()
+        samples, extra = [time.perf_counter() - t0], max(0.0, status_bytes("VmHWM:") - before)
+    runs = layers * heads
+    flops = seq * (runs * layers * (24 * d * d + 4 * seq * d) + runs * 2 * d * vocab)
+    params = {"layers": layers, "heads": heads, "d_model": d, "vocab": vocab, "seq": seq, "sweep": "heads"}
+    return [result("patch", params, samples, extra, flops, runs=runs)]
+
+
 CASES = {"tutorial": bench_tutorial, "sdpa": bench_sdpa, "mha": bench_mha, "encoder": bench_encoder,
-         "gemm": bench_gemm, "train": bench_train}
+         "gemm": bench_gemm, "train": bench_train, "patch": bench_patch}
 
 
 def blas_description():

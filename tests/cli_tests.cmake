@@ -135,6 +135,38 @@ attn_cli_case(heads_classifier_vocab 2 "the classifier's vocabulary size is unkn
 attn_cli_case(heads_train 2 "attn heads runs the model in evaluation mode: drop --train" heads --vocab-size 9 --train)
 attn_cli_case(heads_text 0 "GPT-2: 2 layers, 4 heads of 8\n4 sequence\\(s\\) of 41 tokens \\(random\\).*induction \\(mul\\):.*best: head" ${heads})
 
+# attn patch and --logit-lens: TransformerLens's activation patching and the logit lens against the same
+# computations in PyTorch (patching_check.py), and the bad inputs.
+add_test(NAME cli.patching COMMAND /usr/bin/python3 "${CMAKE_CURRENT_SOURCE_DIR}/patching_check.py" $<TARGET_FILE:attn>)
+set(lm patch --model-dir "${pre}/gpt2_tiny" --clean "the cat sat" --corrupted "the dog sat")
+set(cls patch --num-layers 2 --d-model 8 --num-heads 2 --num-classes 3 --clean "a b c" --corrupted "a d c")
+attn_cli_case(patch_lengths 2 "the clean input has 3 tokens and the corrupted one 2: patching needs the same token count"
+              patch --model-dir "${pre}/gpt2_tiny" --clean "the cat sat" --corrupted "the dog" --answer " the" --wrong " cat")
+attn_cli_case(patch_answer_tokens 2 "--answer 'hello world' is 5 tokens \\('hello', '·w', 'o', 'r', 'ld'\\); the metric needs one" ${lm} --answer "hello world" --wrong " the")
+attn_cli_case(patch_answer_missing 2 "give one of --answer TEXT and --answer-id N" ${lm} --wrong " the")
+attn_cli_case(patch_answer_both 2 "give one of --wrong TEXT and --wrong-id N" ${lm} --answer " the" --wrong " cat" --wrong-id 3)
+attn_cli_case(patch_answer_id_range 2 "--answer-id 5000 is outside the vocabulary \\(317 ids\\)" ${lm} --answer-id 5000 --wrong-id 1)
+attn_cli_case(patch_answer_same 2 "--answer and --wrong are the same token" ${lm} --answer-id 7 --wrong-id 7)
+attn_cli_case(patch_label_lm 2 "--label is a classifier's metric; a language model's is --answer and --wrong" ${lm} --label 1)
+attn_cli_case(patch_bert 2 "BERT's base model has no output head" patch --model-dir "${pre}/bert_tiny" --clean "the cat" --corrupted "the dog" --label 0)
+attn_cli_case(patch_label_missing 2 "the classifier's metric needs --label K" ${cls})
+attn_cli_case(patch_label_range 2 "--label 3 is out of range \\(the classifier has 3 classes\\)" ${cls} --label 3)
+attn_cli_case(patch_answer_classifier 2 "--answer and --wrong measure a language model; a classifier's metric is --label K" ${cls} --label 0 --answer a)
+attn_cli_case(patch_sweep 2 "--sweep: unknown patch 'neurons' \\(expected heads, resid_pre, attn_out or mlp_out" ${cls} --label 0 --sweep heads,neurons)
+attn_cli_case(patch_same_metric 2 "the clean and corrupted runs give the same metric"
+              patch --num-layers 1 --clean "a b" --corrupted "a b" --label 0)
+attn_cli_case(patch_unknown_word 2 "unknown token" ${cls} --label 0 --vocab "${CMAKE_CURRENT_SOURCE_DIR}/data/vocab.json")
+attn_cli_case(patch_train 2 "attn patch runs the model in evaluation mode: drop --train" ${cls} --label 0 --train)
+attn_cli_case(patch_required 2 "--corrupted is required" patch --clean "a b")
+attn_cli_case(patch_text 0 "corrupted: \\['a', 'd', 'c'\\].*6 patched runs, 9 layers computed \\(12 without resuming.*heads \\(recovery, layer × head\\):\n +head 0 +head 1\nlayer 0 "
+              ${cls} --label 1 --sweep heads,mlp_out)
+attn_cli_case(lens_bert 2 "--logit-lens reads GPT-2's unembedding or a classifier's head; BERT's base model has neither"
+              encode --model-dir "${pre}/bert_tiny" --logit-lens)
+attn_cli_case(lens_encoder_only 2 "--logit-lens needs a classifier head" encode --num-layers 1 --encoder-only --logit-lens)
+attn_cli_case(lens_backend 2 "--logit-lens reads the exact path's residual stream: drop --backend" encode --logit-lens --backend cpu)
+attn_cli_case(lens_gpt2_text 0 "logit lens \\(each position's most likely next token\\):\nitem 1:\nembeddings .*\nh.0 .*\nh.1 "
+              encode --model-dir "${pre}/gpt2_tiny" --sentence "the dog sat" --logit-lens)
+
 # Weights cross between attn and PyTorch in both directions, with the same logits.
 add_test(NAME cli.encode_torch_roundtrip
          COMMAND /usr/bin/python3 "${CMAKE_CURRENT_SOURCE_DIR}/torch_roundtrip.py" $<TARGET_FILE:attn>)

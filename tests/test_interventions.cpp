@@ -1,11 +1,16 @@
-// Hooks on named stages and the names they take (core/model/interventions.hpp). Ablations against
-// PyTorch are checked end to end by tests/intervention_check.py (ctest cli.interventions), the head
-// detectors by tests/head_detector_check.py (cli.head_detectors).
+// Hooks on named stages and the names they take (core/model/interventions.hpp), activation patching
+// and the logit lens (core/model/patching.hpp, logit_lens.hpp). Ablations against PyTorch are checked
+// end to end by tests/intervention_check.py (ctest cli.interventions), the head detectors by
+// tests/head_detector_check.py (cli.head_detectors), patching and the lens by tests/patching_check.py
+// (cli.patching).
 #include <catch2/catch.hpp>
 
 #include "core/base/error.hpp"
+#include "core/kernels/kernels.hpp"
 #include "core/model/head_detectors.hpp"
 #include "core/model/interventions.hpp"
+#include "core/model/logit_lens.hpp"
+#include "core/model/patching.hpp"
 
 using namespace attn;
 
@@ -35,6 +40,30 @@ std::string error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "";
+}
+
+
+LoadedModel classifier(bool norm_first) {
+  ModelOptions o;
+  o.num_layers = "2";
+  o.d_model = "8";
+  o.num_heads = "2";
+  o.num_classes = "3";
+  o.seed = "5";
+  o.norm_first = norm_first;
+  o.mask = "causal";
+  return load_model(o, {"a b c d e f"});
+}
+
+LoadedModel checkpoint(const std::string& name) {
+  ModelOptions o;
+  o.model_dir = std::string(ATTN_FIXTURES_DIR) + "/pretrained/" + name;
+  return load_model(o, {});
+}
+
+// The bits of a stage of two runs are the same.
+bool same(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && std::equal(a.begin(), a.end(), b.begin());
 }
 
 }  // namespace
@@ -209,4 +238,92 @@ TEST_CASE("head kinds, error measures and token ranges parse strictly", "[interv
       CHECK(ids[b * 6 + i] == ids[b * 6 + i + 3]);
       CHECK((ids[b * 6 + i] >= 5 && ids[b * 6 + i] < 9));
     }
+}
+
+TEST_CASE("a run resumed at any layer from its own residual stream ends as the full run", "[patching]") {
+  for (const LoadedModel& m : {classifier(false), classifier(true), checkpoint("gpt2_tiny"), checkpoint("bert_tiny")}) {
+    const ModelInput in = m.tokenize({m.pretrained ? "the cat sat on the mat" : "a b c d"});
+    const Trace full = m.forward(in);
+    const std::string last = m.classifier ? "logits" : m.pretrained->model.config.family == ModelFamily::gpt2
+                                                           ? "logits" : "last_hidden_state";
+    const std::vector<std::string> resid = residual_stream_stages(m.stages());
+    for (size_t layer = 0; layer < m.stages().layers; ++layer) {
+      const LayerStart start{layer, full.at(resid[layer])};
+      const Trace resumed = m.forward(in, nullptr, &start);
+      INFO(m.description() << ", resumed at layer " << layer);
+      CHECK(same(resumed.at(last), full.at(last)));
+      CHECK(resumed.stages().front().name == resid[layer]);
+    }
+  }
+}
+
+TEST_CASE("patching the whole residual stream restores the clean run exactly", "[patching]") {
+  // One token: its position is the whole stream, so each layer's resid_pre patch is the clean run.
+  const LoadedModel m = classifier(false);
+  const ModelInput clean = m.tokenize({"a"}), corrupted = m.tokenize({"e"});
+  const Patching p = activation_patching(m, clean, corrupted, label_margin(1), {PatchKind::resid_pre, PatchKind::heads});
+  REQUIRE(p.sweeps.size() == 2);
+  CHECK(p.sweeps[0].shape == std::vector<size_t>{2, 1});
+  for (double r : p.sweeps[0].recovery) CHECK(r == 1.0);
+  CHECK(p.sweeps[1].axes == std::vector<std::string>{"layer", "head"});
+  CHECK(p.runs == 2 + 4);
+  CHECK(p.layers_full == 6 * 2);
+  CHECK(p.layers_run == (2 + 1) + 2 * (2 + 1));  // layer 0's patches run 2 layers, layer 1's one
+}
+
+TEST_CASE("resuming at the patched layer gives the bits of full reruns", "[patching]") {
+  for (const LoadedModel& m : {classifier(true), checkpoint("gpt2_tiny")}) {
+    const bool lm = bool(m.pretrained);
+    const ModelInput clean = m.tokenize({lm ? "the cat sat on the mat" : "a b c d"});
+    const ModelInput corrupted = m.tokenize({lm ? "the dog sat on the mat" : "a e c d"});
+    const PatchMetric metric = lm ? logit_difference(clean.seq - 1, 5, 9) : label_margin(0);
+    const std::vector<PatchKind> all = parse_patch_kinds("heads,resid_pre,attn_out,mlp_out");
+    const Patching resumed = activation_patching(m, clean, corrupted, metric, all);
+    const Patching full = activation_patching(m, clean, corrupted, metric, all, {false, nullptr});
+    INFO(m.description());
+    CHECK(resumed.layers_run < full.layers_run);
+    for (size_t k = 0; k < all.size(); ++k) CHECK(resumed.sweeps[k].metric == full.sweeps[k].metric);
+  }
+}
+
+TEST_CASE("patching refuses what it cannot measure", "[patching]") {
+  const LoadedModel m = classifier(false);
+  const auto patch = [&](const std::string& a, const std::string& b) {
+    return error_of([&] { activation_patching(m, m.tokenize({a}), m.tokenize({b}), label_margin(0), {PatchKind::heads}); });
+  };
+  CHECK(patch("a b", "a b c") == "the clean input has 2 tokens and the corrupted one 3: patching needs the same token count");
+  CHECK(patch("a b", "a b").find("the clean and corrupted runs give the same metric") == 0);
+  CHECK(error_of([] { parse_patch_kinds("heads,heads"); }) == "--sweep names heads twice");
+  CHECK(error_of([] { parse_patch_kinds("head"); }) ==
+        "--sweep: unknown patch 'head' (expected heads, resid_pre, attn_out or mlp_out, separated by commas)");
+  int calls = 0;
+  CHECK(error_of([&] {
+          activation_patching(m, m.tokenize({"a b"}), m.tokenize({"a c"}), label_margin(0), {PatchKind::heads},
+                              {true, [&](size_t, size_t) { return ++calls < 2; }});
+        }) == "patching stopped");
+  CHECK(calls == 2);
+}
+
+TEST_CASE("the logit lens's last row is the model's own output", "[patching][lens]") {
+  const LoadedModel gpt2 = checkpoint("gpt2_tiny");
+  const ModelInput in = gpt2.tokenize({"the cat sat", "hello"});
+  const Trace t = gpt2.forward(in);
+  const LogitLens lens = logit_lens(gpt2.pretrained->model, t, 3);
+  REQUIRE(lens.stages == std::vector<std::string>{"embeddings", "h.0", "h.1"});
+  const Tensor& logits = t.at("logits");
+  const size_t V = logits.shape(2), rows = in.batch * in.seq, last = 2 * rows * 3;
+  for (size_t r = 0; r < rows; ++r) {
+    const float* row = logits.data() + r * V;
+    CHECK(lens.ids[last + r * 3] == std::max_element(row, row + V) - row);
+    CHECK(lens.probabilities[last + r * 3] >= lens.probabilities[last + r * 3 + 1]);
+  }
+  const LoadedModel c = classifier(false);
+  const ModelInput ci = c.tokenize({"a b c", "d e f"});
+  const Trace ct = c.forward(ci);
+  const LogitLens cl = logit_lens(*c.classifier, ct);
+  Tensor expected = ct.at("logits");
+  softmax_rows(expected.data(), 2, 3);
+  CHECK(std::vector<float>(cl.pooled.end() - 6, cl.pooled.end()) == std::vector<float>(expected.begin(), expected.end()));
+  CHECK(cl.ids.size() == 3 * 2 * 3 * 3);
+  CHECK(error_of([] { logit_lens(checkpoint("bert_tiny").pretrained->model, Trace(), 3); }).find("BERT") != std::string::npos);
 }

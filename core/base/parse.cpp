@@ -46,4 +46,21 @@ std::vector<std::string> split_commas(const std::string& text) {
   return items;
 }
 
+std::vector<size_t> parse_choices(const std::string& flag, const std::string& text, const std::vector<std::string>& names,
+                                  const std::string& what) {
+  std::vector<size_t> chosen;
+  for (const std::string& item : split_commas(text)) {
+    const size_t i = size_t(std::find(names.begin(), names.end(), item) - names.begin());
+    if (i == names.size()) {
+      std::string expected;
+      for (size_t n = 0; n < names.size(); ++n)
+        expected += (n == 0 ? "" : n + 1 == names.size() ? " or " : ", ") + names[n];
+      throw InputError(flag + ": unknown " + what + " '" + item + "' (expected " + expected + ", separated by commas)");
+    }
+    if (std::find(chosen.begin(), chosen.end(), i) != chosen.end()) throw InputError(flag + " names " + item + " twice");
+    chosen.push_back(i);
+  }
+  return chosen;
+}
+
 }  // namespace attn

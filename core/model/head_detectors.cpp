@@ -23,20 +23,10 @@ std::string head_kind_name(HeadKind kind) {
 }
 
 std::vector<HeadKind> parse_head_kinds(const std::string& text) {
+  std::vector<std::string> names;
+  for (HeadKind k : all_kinds) names.push_back(head_kind_name(k));
   std::vector<HeadKind> kinds;
-  for (const std::string& item : split_commas(text)) {
-    bool known = false;
-    for (HeadKind k : all_kinds) {
-      if (head_kind_name(k) != item) continue;
-      for (HeadKind seen : kinds)
-        if (seen == k) throw InputError("--detect names " + item + " twice");
-      kinds.push_back(k);
-      known = true;
-    }
-    if (!known)
-      throw InputError("--detect: unknown head kind '" + item +
-                       "' (expected previous_token, duplicate_token or induction, separated by commas)");
-  }
+  for (size_t i : parse_choices("--detect", text, names, "head kind")) kinds.push_back(all_kinds[i]);
   return kinds;
 }
 

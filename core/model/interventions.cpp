@@ -157,6 +157,18 @@ std::string mlp_output_stage(const ModelStages& m, size_t layer) {
   return resolve_stage_name(m, "blocks." + std::to_string(layer) + ".hook_mlp_out");
 }
 
+std::string attention_output_stage(const ModelStages& m, size_t layer) {
+  return resolve_stage_name(m, "blocks." + std::to_string(layer) + ".hook_attn_out");
+}
+
+std::vector<std::string> residual_stream_stages(const ModelStages& m) {
+  std::vector<std::string> names;
+  for (size_t layer = 0; layer < m.layers; ++layer)
+    names.push_back(resolve_stage_name(m, "blocks." + std::to_string(layer) + ".hook_resid_pre"));
+  if (m.layers) names.push_back(layer_output(m, m.layers - 1));
+  return names;
+}
+
 namespace {
 
 size_t layer_in_range(const std::string& flag, const std::string& text, const ModelStages& m) {

@@ -53,6 +53,11 @@ struct Ablation {
 // columns h·d_head …) and a block's MLP output (blocks.L.hook_mlp_out).
 std::string head_output_stage(const ModelStages& model, size_t layer);
 std::string mlp_output_stage(const ModelStages& model, size_t layer);
+// blocks.L.hook_attn_out: the attention block's output, after the output projection.
+std::string attention_output_stage(const ModelStages& model, size_t layer);
+// The residual stream between the layers, layers + 1 stages: each layer's input (blocks.L.hook_resid_pre)
+// and the last layer's output. Post-norm models' streams are the normalised ones they record.
+std::vector<std::string> residual_stream_stages(const ModelStages& model);
 
 // Hooks that ablate. Mean ablation replaces every position with the stage's mean over the real tokens
 // (`lengths[b]` first positions of item b) of every item of `clean`, a run without interventions.

@@ -84,10 +84,10 @@ ModelInput LoadedModel::from_ids(const std::vector<std::vector<int64_t>>& rows) 
   return in;
 }
 
-Trace LoadedModel::forward(const ModelInput& in, const Hooks* hooks) const {
-  if (classifier) return classify(*classifier, in.ids, in.batch, in.seq, mask, nullptr, hooks);
+Trace LoadedModel::forward(const ModelInput& in, const Hooks* hooks, const LayerStart* start) const {
+  if (classifier) return classify(*classifier, in.ids, in.batch, in.seq, mask, nullptr, hooks, start);
   const PretrainedInput p{in.ids, in.type_ids, in.lengths, in.batch, in.seq};
-  return pretrained_forward(pretrained->model, p, hooks);
+  return pretrained_forward(pretrained->model, p, hooks, start);
 }
 
 LoadedModel load_model(const ModelOptions& o, const std::vector<std::string>& sentences) {

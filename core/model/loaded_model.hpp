@@ -34,8 +34,9 @@ struct LoadedModel {
   ModelInput tokenize(const std::vector<std::string>& sentences) const;
   // Rows of ids (each within the vocabulary, else InputError), padded with the model's padding id.
   ModelInput from_ids(const std::vector<std::vector<int64_t>>& rows) const;
-  // The forward pass in evaluation mode (no dropout), `hooks` intervening.
-  Trace forward(const ModelInput& input, const Hooks* hooks = nullptr) const;
+  // The forward pass in evaluation mode (no dropout), `hooks` intervening; `start` resumes an earlier
+  // run of the same input at a layer (core/model/transformer.hpp).
+  Trace forward(const ModelInput& input, const Hooks* hooks = nullptr, const LayerStart* start = nullptr) const;
 };
 
 // A checkpoint when the options name one, else the classifier (seeded or loaded) whose vocabulary is

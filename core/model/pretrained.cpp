@@ -510,11 +510,24 @@ size_t parameter_count(const PretrainedModel& m) {
   return n;
 }
 
-Trace bert_forward(const PretrainedModel& m, const PretrainedInput& in, const Hooks* hooks) {
+namespace {
+
+// The residual stream a resumed run starts from, handed on as `stage` (the embeddings or the previous
+// layer's output).
+Tensor resumed(const LayerStart& start, const std::string& stage, Trace& t) {
+  Tensor x = start.residual;
+  t.stage(stage, x);
+  return x;
+}
+
+}  // namespace
+
+Trace bert_forward(const PretrainedModel& m, const PretrainedInput& in, const Hooks* hooks, const LayerStart* start) {
   check_input(m, in);
   Trace t(hooks);
-  Tensor x = bert_embeddings(m, in, t);
-  for (size_t i = 0; i < m.layers.size(); ++i)
+  const auto output = [](size_t i) { return "encoder.layer." + std::to_string(i) + ".output"; };
+  Tensor x = start ? resumed(*start, start->layer ? output(start->layer - 1) : "embeddings", t) : bert_embeddings(m, in, t);
+  for (size_t i = start ? start->layer : 0; i < m.layers.size(); ++i)
     x = bert_layer(m, m.layers[i], x, in.lengths, Recorder{t, "encoder.layer." + std::to_string(i) + "."});
   t.stage("last_hidden_state", x);
   if (m.has_pooler()) {
@@ -525,12 +538,13 @@ Trace bert_forward(const PretrainedModel& m, const PretrainedInput& in, const Ho
   return t;
 }
 
-Trace gpt2_forward(const PretrainedModel& m, const PretrainedInput& in, const Hooks* hooks) {
+Trace gpt2_forward(const PretrainedModel& m, const PretrainedInput& in, const Hooks* hooks, const LayerStart* start) {
   check_input(m, in);
   Trace t(hooks);
-  Tensor x = gpt2_embeddings(m, in, t);
-  for (size_t i = 0; i < m.layers.size(); ++i) {
-    const std::string p = "h." + std::to_string(i);
+  const auto output = [](size_t i) { return "h." + std::to_string(i); };
+  Tensor x = start ? resumed(*start, start->layer ? output(start->layer - 1) : "embeddings", t) : gpt2_embeddings(m, in, t);
+  for (size_t i = start ? start->layer : 0; i < m.layers.size(); ++i) {
+    const std::string p = output(i);
     x = gpt2_block(m, i, x, Recorder{t, p + "."});
     t.stage(p, x);
   }
@@ -543,9 +557,10 @@ Trace gpt2_forward(const PretrainedModel& m, const PretrainedInput& in, const Ho
   return t;
 }
 
-Trace pretrained_forward(const PretrainedModel& model, const PretrainedInput& input, const Hooks* hooks) {
-  return model.config.family == ModelFamily::bert ? bert_forward(model, input, hooks)
-                                                  : gpt2_forward(model, input, hooks);
+Trace pretrained_forward(const PretrainedModel& model, const PretrainedInput& input, const Hooks* hooks,
+                         const LayerStart* start) {
+  return model.config.family == ModelFamily::bert ? bert_forward(model, input, hooks, start)
+                                                  : gpt2_forward(model, input, hooks, start);
 }
 
 std::string attention_weights_stage(ModelFamily family, size_t layer) {

@@ -74,14 +74,18 @@ struct PretrainedInput {
 // embeddings.*, encoder.layer.{i}.… (attention.self.query/key/value, attention_scores, attention_probs,
 // context, attention.output.dense, attention.output, intermediate, output.dense, output),
 // last_hidden_state and pooler_output.
-Trace bert_forward(const PretrainedModel& model, const PretrainedInput& input, const Hooks* hooks = nullptr);
+Trace bert_forward(const PretrainedModel& model, const PretrainedInput& input, const Hooks* hooks = nullptr,
+                   const LayerStart* start = nullptr);
 // GPT2LMHeadModel.forward: input_ids, wte, wpe, embeddings, h.{i}.… (ln_1, attn.query/key/value,
 // attn.scores, attn.attn_weights, attn.merged, attn.c_proj, residual, ln_2, mlp.c_fc, mlp.act,
 // mlp.c_proj, the block's output), ln_f, logits [B, S, V] and next_token_probs [B, V] (softmax of each
 // row's last real position's logits).
-Trace gpt2_forward(const PretrainedModel& model, const PretrainedInput& input, const Hooks* hooks = nullptr);
-// Either family; `hooks`, when given, intervene on the named stages (core/model/trace.hpp).
-Trace pretrained_forward(const PretrainedModel& model, const PretrainedInput& input, const Hooks* hooks = nullptr);
+Trace gpt2_forward(const PretrainedModel& model, const PretrainedInput& input, const Hooks* hooks = nullptr,
+                   const LayerStart* start = nullptr);
+// Either family; `hooks`, when given, intervene on the named stages (core/model/trace.hpp); `start`,
+// when given, resumes a run at a layer (core/model/transformer.hpp).
+Trace pretrained_forward(const PretrainedModel& model, const PretrainedInput& input, const Hooks* hooks = nullptr,
+                         const LayerStart* start = nullptr);
 // About how many floats a trace of `batch` sequences of `seq` tokens holds (memory checks).
 double pretrained_trace_floats(const PretrainedConfig& config, size_t batch, size_t seq);
 

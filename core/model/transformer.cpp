@@ -666,10 +666,10 @@ Tensor feed_forward(const EncoderLayer& layer, const TransformerConfig& config, 
 }
 
 Tensor encoder_forward(const TransformerModel& model, Tensor x, const MaskTensor* mask, TorchGenerator* dropout_gen,
-                       Trace* trace, EncoderSaved* saved) {
+                       Trace* trace, EncoderSaved* saved, size_t first_layer) {
   const TransformerConfig& c = model.config;
   if (saved) saved->layers.assign(model.layers.size(), {});
-  for (size_t i = 0; i < model.layers.size(); ++i) {
+  for (size_t i = first_layer; i < model.layers.size(); ++i) {
     const EncoderLayer& l = model.layers[i];
     const std::string p = "layers." + std::to_string(i) + ".";
     EncoderLayerSaved scratch;
@@ -767,28 +767,40 @@ Tensor classifier_input(const TransformerModel& model, const std::vector<int64_t
   return x;
 }
 
-void classifier_output(const TransformerModel& model, Tensor x, Trace& t) {
-  t.stage("encoder_output", x);
-  if (!model.config.classifier_head) return;
+Tensor mean_pool(const Tensor& x) {
   const size_t batch = x.shape(0), seq = x.shape(1), d = x.shape(2);
-  Tensor pooled = Tensor::from_shape({batch, d});  // x.mean(dim=1)
+  Tensor pooled = Tensor::from_shape({batch, d});
   for (size_t b = 0; b < batch; ++b)
     for (size_t i = 0; i < d; ++i) {
       float sum = 0.0f;
       for (size_t s = 0; s < seq; ++s) sum = sum + x(b, s, i);
       pooled(b, i) = sum / float(seq);
     }
+  return pooled;
+}
+
+void classifier_output(const TransformerModel& model, Tensor x, Trace& t) {
+  t.stage("encoder_output", x);
+  if (!model.config.classifier_head) return;
+  Tensor pooled = mean_pool(x);
   t.stage("pooled", pooled);
   Tensor logits = linear(pooled, model.fc.weight, &model.fc.bias);
   t.stage("logits", logits);
 }
 
 Trace classify(const TransformerModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
-               MaskKind mask_kind, TorchGenerator* dropout_gen, const Hooks* hooks) {
+               MaskKind mask_kind, TorchGenerator* dropout_gen, const Hooks* hooks, const LayerStart* start) {
   Trace t(hooks);
-  Tensor x = classifier_input(model, ids, batch, seq, dropout_gen, t);
+  Tensor x;
+  if (start) {
+    x = start->residual;
+    t.stage(start->layer == 0 ? "embedded" : "layers." + std::to_string(start->layer - 1) + ".output", x);
+  } else {
+    x = classifier_input(model, ids, batch, seq, dropout_gen, t);
+  }
   const MaskTensor mask = attention_mask(mask_kind, ids, batch, seq);
-  x = encoder_forward(model, x, mask_kind == MaskKind::none ? nullptr : &mask, dropout_gen, &t);
+  x = encoder_forward(model, x, mask_kind == MaskKind::none ? nullptr : &mask, dropout_gen, &t, nullptr,
+                      start ? start->layer : 0);
   classifier_output(model, std::move(x), t);
   if (hooks) hooks->check_reached(t);
   return t;

@@ -132,20 +132,32 @@ Tensor multi_head_attention(const EncoderLayer& layer, const TransformerConfig& 
 Tensor feed_forward(const EncoderLayer& layer, const TransformerConfig& config, const Tensor& x,
                     TorchGenerator* dropout, Trace* trace, const std::string& prefix);
 // The encoder stack on x [B, S, d]; `dropout` non-null = training mode, drawing from it. `saved`, when
-// non-null, receives what encoder_backward reads.
+// non-null, receives what encoder_backward reads. With `first_layer`, x enters that layer and the layers
+// before it are skipped (activation patching resumes a cached run there).
 Tensor encoder_forward(const TransformerModel& model, Tensor x, const MaskTensor* mask, TorchGenerator* dropout,
-                       Trace* trace, EncoderSaved* saved = nullptr);
+                       Trace* trace, EncoderSaved* saved = nullptr, size_t first_layer = 0);
+// A forward pass resumed at a layer: `residual` [B, S, d] is the residual stream entering layer `layer`
+// (TransformerLens's blocks.L.hook_resid_pre), taken from an earlier run of the same input. The pass
+// hands it on as that stage (its hooks apply), then runs the layers from there; the earlier stages are
+// not recomputed, nor recorded.
+struct LayerStart {
+  size_t layer = 0;
+  Tensor residual;
+};
+
 // The classifier on token ids [B, S]: token_ids, embedding, positional_encoding, embedded,
 // layers.{i}.…, encoder_output, pooled, logits.
 // `hooks`, when given, intervene on the named stages (core/model/trace.hpp).
 Trace classify(const TransformerModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
-               MaskKind mask, TorchGenerator* dropout, const Hooks* hooks = nullptr);
+               MaskKind mask, TorchGenerator* dropout, const Hooks* hooks = nullptr, const LayerStart* start = nullptr);
 // classify's first stages (token_ids … embedded) into t; returns embedded [B, S, d]. `noise` receives
 // the dropout's noise in training mode.
 Tensor classifier_input(const TransformerModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
                         TorchGenerator* dropout, Trace& t, Tensor* noise = nullptr);
 // classify's last stages from the encoder output [B, S, d]: encoder_output, pooled, logits.
 void classifier_output(const TransformerModel& model, Tensor encoder_output, Trace& t);
+// x.mean(dim=1) of x [B, S, d], summed in PyTorch's order: the classifier's pooling.
+Tensor mean_pool(const Tensor& x);
 
 // --- the backward passes, each reading what its forward saved; parameter gradients are added to
 // `grads`, a model of the same shape (zeros_like) ---

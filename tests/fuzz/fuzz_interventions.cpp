@@ -1,17 +1,24 @@
-// What --ablate, --ablate-mlp, --ablation, --detect, --error-measure and --token-range take, and a
-// stage name (the engine's or TransformerLens's) hooked on a small classifier: the first byte picks
-// the model's family, the first line is the list, the rest the stage name; its bytes are also token
-// ids whose heads the detectors score.
+// What --ablate, --ablate-mlp, --ablation, --detect, --error-measure, --token-range and --sweep take,
+// and a stage name (the engine's or TransformerLens's) hooked on a small classifier: the first byte
+// picks the model's family, the first line is the list, the rest the stage name; its bytes are also
+// token ids whose heads the detectors score, and a clean and a corrupted input (its two halves) that
+// the list's sweeps patch.
 #include <algorithm>
 
 #include "core/model/head_detectors.hpp"
 #include "core/model/interventions.hpp"
+#include "core/model/loaded_model.hpp"
+#include "core/model/patching.hpp"
 #include "tests/fuzz/fuzz_target.hpp"
 
 namespace {
 
-const attn::TransformerModel& classifier() {
-  static const attn::TransformerModel model = [] {
+const attn::LoadedModel& loaded_classifier();
+
+const attn::TransformerModel& classifier() { return *loaded_classifier().classifier; }
+
+const attn::LoadedModel& loaded_classifier() {
+  static const attn::LoadedModel model = [] {
     attn::TransformerConfig c;
     c.vocab_size = 6;
     c.d_model = 4;
@@ -19,9 +26,22 @@ const attn::TransformerModel& classifier() {
     c.num_layers = 2;
     c.max_len = 8;
     attn::TorchGenerator gen(0);
-    return attn::init_transformer(c, gen);
+    attn::LoadedModel m;
+    m.mask = attn::MaskKind::causal;
+    m.classifier = attn::init_transformer(c, gen);
+    return m;
   }();
   return model;
+}
+
+// The bytes' two halves as token ids, patched from the first into the second.
+void patch(const std::vector<attn::PatchKind>& kinds, const std::string& bytes) {
+  const size_t n = std::min<size_t>(bytes.size(), 16);
+  std::vector<std::vector<int64_t>> halves(2);
+  for (size_t i = 0; i < n; ++i) halves[2 * i / n].push_back(uint8_t(bytes[i]) % 6);
+  if (halves[0].empty() || halves[1].empty()) return;
+  const attn::LoadedModel& m = loaded_classifier();
+  attn::activation_patching(m, m.from_ids({halves[0]}), m.from_ids({halves[1]}), attn::label_margin(bytes.size() % 5), kinds);
 }
 
 }  // namespace
@@ -38,6 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   attn::fuzz::guarded([&] { attn::parse_ablation_kind(list); });
   attn::fuzz::guarded([&] { attn::parse_error_measure(list); });
   attn::fuzz::guarded([&] { attn::parse_token_range(list, 6); });
+  attn::fuzz::guarded([&] { patch(attn::parse_patch_kinds(list), name); });
   attn::fuzz::guarded([&] {
     const std::vector<attn::HeadKind> kinds = attn::parse_head_kinds(list);
     std::vector<int64_t> ids;
