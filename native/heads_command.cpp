@@ -116,13 +116,6 @@ void run(const HeadsOptions& o) {
     for (const HeadScores& s : scores) out += "\n" + head_kind_name(s.kind) + " (" + measure + "):\n" + scores_table(s);
     return print(out);
   }
-  Json detectors = Json::object();
-  for (const HeadScores& s : scores) {
-    Json rows = Json::array();
-    for (size_t layer = 0; layer < s.layers; ++layer)
-      rows.push_back(std::vector<double>(s.scores.begin() + layer * s.heads, s.scores.begin() + (layer + 1) * s.heads));
-    detectors[head_kind_name(s.kind)] = {{"axes", {"layer", "head"}}, {"scores", rows}};
-  }
   seq.about["ids"] = Json::array();
   for (size_t b = 0; b < seq.input.batch; ++b)
     seq.about["ids"].push_back(std::vector<int64_t>(seq.input.ids.begin() + b * seq.input.seq,
@@ -130,7 +123,7 @@ void run(const HeadsOptions& o) {
   seq.about["tokens"] = seq.input.tokens;
   print(Json{{"model", m.description()}, {"layers", stages.layers}, {"heads", stages.heads},
              {"error_measure", measure}, {"exclude_bos", d.exclude_bos},
-             {"exclude_current_token", d.exclude_current_token}, {"sequences", seq.about}, {"detectors", detectors}}
+             {"exclude_current_token", d.exclude_current_token}, {"sequences", seq.about}, {"detectors", head_scores_json(scores)}}
             .dump() + "\n");
 }
 

@@ -552,3 +552,71 @@ TEST_CASE("ui layout check finds overlaps and cut-off boxes", "[ui]") {
   REQUIRE(many.size() == 6);
   CHECK(many.back() == "… and 40 more");
 }
+
+// --- interventions: the configuration's ablation ---
+
+TEST_CASE("ui ablation travels in the hash and the settings", "[ui][interventions]") {
+  PlaygroundConfig c = defaults_for(ModelKind::transformer);
+  c.ablation = {{{0, 1}, {1, 3}}, {0}, AblationKind::mean};
+  const std::string hash = to_hash(c);
+  CHECK(hash.find("ablate=0.1%2C1.3&ablate_mlp=0&ablation=mean") != std::string::npos);
+  CHECK(from_hash(hash) == c);
+  CHECK(apply_settings(defaults_for(ModelKind::transformer), settings_json(c)) == c);
+  CHECK(apply_settings(c, Json::parse(R"({"ablate": "", "ablate_mlp": ""})")).ablation.empty());
+  CHECK(defaults_for(ModelKind::loaded, c).ablation == c.ablation);  // a model switch keeps it
+  CHECK_THROWS_WITH(from_hash("model=transformer&ablate=1"), Catch::Contains("ablate expects LAYER.HEAD items"));
+  CHECK_THROWS_WITH(from_hash("model=transformer&ablation=half"), Catch::Contains("--ablation expects zero or mean"));
+  CHECK_THROWS_WITH(from_hash("model=transformer&ablate_mlp=x"), Catch::Contains("ablate_mlp (layer) expects an integer"));
+}
+
+TEST_CASE("ui computes the ablated run as the engine ablates, beside the clean output", "[ui][interventions]") {
+  PlaygroundConfig c = defaults_for(ModelKind::transformer);
+  c.d_model = 8, c.num_heads = 2, c.num_layers = 2, c.seed = 3;
+  Playground clean(c);
+  clean.update();
+  REQUIRE(clean.result());
+  for (const AblationKind kind : {AblationKind::zero, AblationKind::mean}) {
+    c.ablation = {{{0, 1}}, {1}, kind};
+    Playground p(c);
+    p.update();
+    REQUIRE(p.error().empty());
+    const Computed& r = *p.result();
+    // The engine's ablation (checked against PyTorch by tests/intervention_check.py) on the same model.
+    const Hooks hooks = ablation_hooks(r.stages, c.ablation, &clean.result()->trace, r.lengths);
+    const Trace expected = classify(*r.model, r.ids, r.tokens.size(), r.tokens[0].size(), c.mask, nullptr, &hooks);
+    CHECK(r.trace.at("logits") == expected.at("logits"));
+    CHECK(r.trace.at("layers.1.self_attn.attention_weights") == expected.at("layers.1.self_attn.attention_weights"));
+    CHECK(r.clean_output == clean.result()->trace.at("logits"));
+    CHECK(r.trace.at("logits") != r.clean_output);
+  }
+  c.ablation = {{{2, 0}}, {}, AblationKind::zero};
+  Playground out_of_range(c);
+  out_of_range.update();
+  CHECK(out_of_range.error() == "ablate: layer 2 is out of range (the model has 2 layers, 0 to 1)");
+  PlaygroundConfig tutorial;
+  tutorial.ablation = {{{0, 0}}, {}, AblationKind::zero};
+  Playground first(tutorial);
+  first.update();
+  CHECK(first.error() == tr(Str::ablation_tutorial));
+}
+
+TEST_CASE("ui head detectors on the run's sentences", "[ui][interventions]") {
+  PlaygroundConfig c = defaults_for(ModelKind::transformer);
+  c.d_model = 8, c.num_heads = 2, c.num_layers = 3, c.mask = MaskKind::causal;
+  c.sentences = {"a b a b a", "c a"};
+  Playground p(c);
+  p.update();
+  const Computed& r = *p.result();
+  const std::vector<HeadScores> scores = sentence_head_scores(r);
+  REQUIRE(scores.size() == 3);
+  CHECK(scores[2].kind == HeadKind::induction);
+  CHECK(scores[2].layers == 3);
+  CHECK(scores[2].heads == 2);
+  // The engine's detectors on the same trace, real tokens only (the second sentence is padded).
+  CHECK(r.lengths == std::vector<size_t>{5, 2});
+  const auto direct = detect_heads(r.stages, r.trace, r.ids, {5, 2}, {HeadKind::induction}, {});
+  CHECK(direct[0].scores == scores[2].scores);
+  Playground tutorial;  // one attention, no layers of heads
+  tutorial.update();
+  CHECK_THROWS_AS(sentence_head_scores(*tutorial.result()), InputError);
+}

@@ -151,3 +151,20 @@ TEST_CASE("ui reads a checkpoint on a worker thread, telling its progress", "[ui
   CHECK_FALSE(loader.running());
   CHECK_FALSE(loader.take());
 }
+
+TEST_CASE("ui ablates a GPT-2 checkpoint's heads as the engine does, beside the clean next tokens", "[ui][interventions]") {
+  PlaygroundConfig c = loaded_config(sort_model_files({dir + "gpt2_tiny"}), {"the cat sat on the mat", "hello"});
+  Playground clean(c);
+  clean.update();
+  REQUIRE(clean.result());
+  c.ablation = {{{1, 2}}, {0}, AblationKind::mean};
+  Playground p(c);
+  p.update();
+  REQUIRE(p.error().empty());
+  const Computed& r = *p.result();
+  const Hooks hooks = ablation_hooks(r.stages, c.ablation, &clean.result()->trace, r.lengths);
+  const Trace expected = pretrained_forward(c.loaded->pretrained->model, r.pretrained_input, &hooks);
+  CHECK(r.trace.at("next_token_probs") == expected.at("next_token_probs"));
+  CHECK(r.clean_output == clean.result()->trace.at("next_token_probs"));
+  CHECK(r.trace.at("logits") != clean.result()->trace.at("logits"));
+}

@@ -164,12 +164,13 @@ void draw_legend(const Heatmap& h, const LegendText& text, ImVec2 at, float heig
 }  // namespace
 
 const char* tab_name(Tab tab) {
-  static const char* const names[] = {"stage", "masks", "positional_encoding", "train", "tour"};  // Tab's order
+  static const char* const names[] = {"stage", "masks", "positional_encoding", "interventions", "train",
+                                      "tour"};  // Tab's order
   return names[int(tab)];
 }
 
 Tab parse_tab(const std::string& name) {
-  for (Tab t : {Tab::stage, Tab::masks, Tab::positional_encoding, Tab::train, Tab::tour})
+  for (Tab t : {Tab::stage, Tab::masks, Tab::positional_encoding, Tab::interventions, Tab::train, Tab::tour})
     if (name == tab_name(t)) return t;
   throw InputError("tab must be 'stage', 'masks', 'positional_encoding', 'train' or 'tour' (got '" + name + "')");
 }
@@ -334,10 +335,11 @@ void App::draw() {
   }
   if (playground_.result() && ImGui::BeginTabBar("views")) {
     const float width = ImGui::GetContentRegionAvail().x;  // each view fits the height it has left
-    const Str titles[] = {Str::tab_stage, Str::tab_masks, Str::tab_pe, Str::tab_train, Str::tab_tour};
+    const Str titles[] = {Str::tab_stage, Str::tab_masks, Str::tab_pe, Str::tab_interventions, Str::tab_train,
+                          Str::tab_tour};
     const int pending = pending_tab_;  // a tab selected while drawing one (a button) waits for the next frame
     pending_tab_ = -1;
-    for (int t = 0; t < 5; ++t) {
+    for (int t = 0; t < 6; ++t) {
       const ImGuiTabItemFlags flags = pending == t ? ImGuiTabItemFlags_SetSelected : 0;
       char title[96];  // "###name": the tab keeps its identity when the language changes
       std::snprintf(title, sizeof title, "%s###%s", tr(titles[t]), tab_name(Tab(t)));
@@ -347,6 +349,7 @@ void App::draw() {
       else if (tab_ == Tab::masks) draw_masks_view(width);
       else if (tab_ == Tab::train) draw_train_view(width);
       else if (tab_ == Tab::tour) draw_tour_view(width);
+      else if (tab_ == Tab::interventions) draw_interventions_view(width);
       else draw_pe_view(width);
       ImGui::EndTabItem();
     }
@@ -1050,6 +1053,7 @@ Json App::view_json() const {
             {"unmasked", unmasked_.slice.values}, {"masked", masked_.slice.values},
             {"pad_without", pad_without_}, {"pad_with", pad_with_}}},
           {"model_view", {{"on", model_view_}, {"cells", cells_json(stage_cells_)}}},
+          {"interventions", {{"cells", cells_json(ablation_cells_)}, {"ablated", ablated_text_}, {"effect", effect_lines_}}},
           {"train", train},
           {"layout", {{"boxes", layout_.boxes().size()}, {"problems", layout_.problems()}}}};
 }
@@ -1060,7 +1064,7 @@ Json App::layout_views() const {
     for (const Stage& s : r->trace.stages())
       views.push_back(Json::object({{"tab", "stage"}, {"stage", s.name}, {"model_view", false}}));
   views.push_back(Json::object({{"tab", "stage"}, {"model_view", true}}));
-  for (Tab t : {Tab::masks, Tab::positional_encoding, Tab::train})
+  for (Tab t : {Tab::masks, Tab::positional_encoding, Tab::interventions, Tab::train})
     views.push_back(Json::object({{"tab", tab_name(t)}}));
   return views;
 }

@@ -64,8 +64,9 @@ struct Heatmap {
   float x = 0, y = 0, cell_w = 0, cell_h = 0;
 };
 
-enum class Tab { stage, masks, positional_encoding, train, tour };
-// "stage" | "masks" | "positional_encoding" | "train" | "tour"; parse throws InputError for another name.
+enum class Tab { stage, masks, positional_encoding, interventions, train, tour };
+// "stage" | "masks" | "positional_encoding" | "interventions" | "train" | "tour"; parse throws InputError
+// for another name.
 const char* tab_name(Tab tab);
 Tab parse_tab(const std::string& name);
 
@@ -114,7 +115,8 @@ class App {
   Json layout_views() const;
   // {"tab", "stage", "batch", "head", "layer", "lang", "tour", "missing_glyphs", "layout",
   //  "heatmap": {x, y, cell_w, cell_h, rows, cols, colors, values}, "masks": {"layer", "head", "unmasked", "masked", "pad_without", "pad_with"},
-  //  "model_view": {layers, heads, cells: [{layer, head, x, y, w, h}]}, "train": {item, layer, head,
+  //  "model_view": {layers, heads, cells: [{layer, head, x, y, w, h}]}, "interventions": {cells,
+  //  ablated (its text), effect: [line, …]}, "train": {item, layer, head,
   //  replay, buttons: {name: [x, y, w, h]}, heatmap: {x, y, cell_w, rows, cols, values}},
   //  "layout": {"boxes", "problems": [sentence, …]}}
   Json view_json() const;
@@ -177,9 +179,18 @@ class App {
   void refresh_labels();
   // The model view: every layer x head of one item, small; a click selects that layer and head.
   template <class CellTensor>
-  bool draw_head_grid(std::vector<Heatmap>& cells, size_t layers, size_t heads, CellTensor cell_tensor, ImVec2 size,
-                      int& layer, int& head, const char* id);
+  bool draw_head_grid(std::vector<Heatmap>& cells, std::vector<GridCell>& drawn, size_t layers, size_t heads,
+                      CellTensor cell_tensor, ImVec2 size, int& layer, int& head, const char* id,
+                      Str tip = Str::grid_tip);
   void draw_model_view();
+  // The Interventions tab (ui/app_interventions.cpp): a head grid whose clicks ablate, what the
+  // ablation changed in the outputs, and the head detectors' scores of the run shown.
+  void draw_interventions_view(float width);
+  void draw_ablation_controls(const Computed& r);
+  void draw_ablation_grid(const Computed& r, ImVec2 size);
+  void refresh_interventions_cache(const Computed& r);
+  void draw_ablation_effect();
+  void draw_detectors(float width);
   // The Train tab (ui/app_train.cpp).
   void sync_training();
   void draw_train_view(float width);
@@ -242,7 +253,15 @@ class App {
   // The Stage tab's model view.
   bool model_view_ = false;
   std::vector<Heatmap> stage_grid_;
-  std::vector<GridCell> stage_cells_, train_cells_;  // where the grids' cells were drawn (tests, clicks)
+  std::vector<GridCell> stage_cells_, train_cells_, ablation_cells_;  // where the grids' cells were drawn
+  // The Interventions tab: its grid, and what it shows of the result (rebuilt when the result or the
+  // item changes): the ablation's effect as lines of text, the detectors' [layers, heads] scores.
+  std::vector<Heatmap> ablation_grid_;
+  ViewKey interventions_key_;
+  std::vector<std::string> effect_lines_, layer_labels_, head_labels_;
+  std::string ablated_text_;
+  Tensor detector_scores_[3];
+  Heatmap detector_maps_[3];
   // The Train tab: the run, what the UI last copied of it, and its view.
   Training training_;
   ModelLoader loader_;

@@ -7,6 +7,7 @@
 #include "core/base/error.hpp"
 #include "core/train/train_data.hpp"
 #include "ui/app.hpp"
+#include "ui/app_head_grid.hpp"
 #include "ui/strings.hpp"
 #include "ui/widgets.hpp"
 
@@ -122,72 +123,6 @@ void line_chart(const char* id, const char* title, const std::vector<ImVec2>& a,
 
 // --- the model view ---
 
-// Every cell is placed at its own position (not after the item before): the header row starts a
-// fresh line wherever the grid is drawn, and the cells fit `size` (16 to 120 pixels a side).
-template <class CellTensor>
-bool App::draw_head_grid(std::vector<Heatmap>& cells, size_t layers, size_t heads, CellTensor cell_tensor,
-                         ImVec2 size, int& layer, int& head, const char* id) {
-  std::vector<GridCell>& drawn = &cells == &stage_grid_ ? stage_cells_ : train_cells_;
-  drawn.clear();
-  cells.resize(std::max(cells.size(), layers * heads));
-  heads = std::max<size_t>(heads, 1);
-  char text[24];
-  std::snprintf(text, sizeof text, "L%zu", layers ? layers - 1 : 0);
-  const float label_w = ImGui::CalcTextSize(text).x + 8, gap = 4, pad = 1;
-  const float header_h = ImGui::GetTextLineHeightWithSpacing();
-  const float by_width = (size.x - label_w) / float(heads);
-  const float by_height = (size.y - header_h) / float(std::max<size_t>(layers, 1));
-  const float side = std::clamp(std::min(by_width, by_height) - gap - 2 * pad, 16.0f, 120.0f);
-  const float stride = side + 2 * pad + gap;
-  std::snprintf(text, sizeof text, "H%zu", heads - 1);
-  const size_t step = size_t(std::ceil((ImGui::CalcTextSize(text).x + gap) / stride));  // every k-th head named
-  const ImVec2 start = ImGui::GetCursorScreenPos();
-  const auto label = [&](ImVec2 at) {
-    ImGui::SetCursorScreenPos(at);
-    ImGui::TextUnformatted(text);
-    record_box(layout_, LayoutKind::label, id, text, ImGui::GetItemRectMin(), ImGui::GetItemRectMax());
-  };
-  for (size_t h = 0; h < heads; h += step) {
-    std::snprintf(text, sizeof text, "H%zu", h);
-    label(ImVec2(start.x + label_w + float(h) * stride, start.y));
-  }
-  bool clicked = false;
-  ImGui::PushStyleVar(ImGuiStyleVar_FramePadding, ImVec2(pad, pad));
-  for (size_t l = 0; l < layers; ++l) {
-    const float y = start.y + header_h + float(l) * stride;
-    std::snprintf(text, sizeof text, "L%zu", l);
-    label(ImVec2(start.x, y + (side + 2 * pad - ImGui::GetTextLineHeight()) * 0.5f));
-    for (size_t h = 0; h < heads; ++h) {
-      Heatmap& cell = cells[l * heads + h];
-      ViewKey key;
-      const Tensor* t = cell_tensor(l, h, key);
-      ImGui::PushID(int(l * heads + h));
-      const ImVec2 at(start.x + label_w + float(h) * stride, y);
-      ImGui::SetCursorScreenPos(at);
-      if (t) {
-        refresh(cell, key, *t, ColorMap::sequential);
-        if (ImGui::ImageButton("cell", cell.texture, ImVec2(side, side), ImVec2(0, 0), ImVec2(1, 1))) {
-          layer = int(l);
-          head = int(h);
-          clicked = true;
-        }
-        if (ImGui::IsItemHovered()) ImGui::SetTooltip(tr(Str::grid_tip), l, h);
-      } else {
-        ImGui::Button("-", ImVec2(side, side));
-        if (ImGui::IsItemHovered()) ImGui::SetTooltip(tr(Str::grid_not_computed), l);
-      }
-      const ImVec2 end(at.x + side + 2 * pad, at.y + side + 2 * pad);
-      if (int(l) == layer && int(h) == head)
-        ImGui::GetWindowDrawList()->AddRect(at, end, IM_COL32(255, 220, 80, 255), 0, 0, 2);
-      record_box(layout_, LayoutKind::heatmap, id, "", at, end);
-      drawn.push_back({int(l), int(h), at.x, at.y, side, side});
-      ImGui::PopID();
-    }
-  }
-  ImGui::PopStyleVar();
-  return clicked;
-}
-
 void App::draw_model_view() {
   const Computed* r = playground_.result();
   if (!r) return;
@@ -206,7 +141,7 @@ void App::draw_model_view() {
     key = {playground_.result_generation(), &s->value, size_t(batch_), h};
     return &s->value;
   };
-  if (draw_head_grid(stage_grid_, layers, heads, cell, ImGui::GetContentRegionAvail(), layer, head, "grid")) {
+  if (draw_head_grid(stage_grid_, stage_cells_, layers, heads, cell, ImGui::GetContentRegionAvail(), layer, head, "grid")) {
     set_layer(layer);
     head_ = head;
     stage_ = weights_stage_name(*r, size_t(layer));
@@ -473,7 +408,7 @@ void App::draw_train_attention(float width) {
     key = {snap.id, &w, l, h};
     return &w;
   };
-  draw_head_grid(train_grid_, layers, heads, cell, ImVec2(grid_w, ImGui::GetContentRegionAvail().y), train_layer_,
+  draw_head_grid(train_grid_, train_cells_, layers, heads, cell, ImVec2(grid_w, ImGui::GetContentRegionAvail().y), train_layer_,
                  train_head_, "train grid");
   ImGui::EndGroup();
   train_layer_ = std::clamp(train_layer_, 0, int(layers) - 1);

@@ -42,7 +42,7 @@ bool PlaygroundConfig::operator==(const PlaygroundConfig& o) const {
          max_len == o.max_len && mask == o.mask && num_heads == o.num_heads && num_layers == o.num_layers &&
          d_ff == o.d_ff && num_classes == o.num_classes && dropout == o.dropout && train == o.train &&
          norm_first == o.norm_first && loaded == o.loaded && training == o.training && lang == o.lang &&
-         tour == o.tour;
+         tour == o.tour && ablation == o.ablation;
 }
 
 PlaygroundConfig defaults_for(ModelKind kind, const PlaygroundConfig& keep) {
@@ -54,6 +54,7 @@ PlaygroundConfig defaults_for(ModelKind kind, const PlaygroundConfig& keep) {
   c.training = keep.training;
   c.lang = keep.lang;
   c.tour = keep.tour;
+  c.ablation = keep.ablation;
   if (kind != ModelKind::tutorial) {
     const TransformerConfig t;
     c.d_model = t.d_model;
@@ -226,6 +227,9 @@ void set_field(PlaygroundConfig& c, const std::string& key, const std::string& v
   else if (key == "norm_first") c.norm_first = parse_bool(key, value);
   else if (key == "lang") c.lang = value.empty() ? "" : lang_code(parse_lang(value));
   else if (key == "tour") c.tour = parse_tour_step(value);
+  else if (key == "ablate") c.ablation.heads = value.empty() ? std::vector<HeadIndex>() : parse_head_list(value, key);
+  else if (key == "ablate_mlp") c.ablation.mlps = value.empty() ? std::vector<size_t>() : parse_layer_list(value, key);
+  else if (key == "ablation") c.ablation.kind = parse_ablation_kind(value);
   else throw InputError("unknown setting '" + key + "'");
 }
 
@@ -263,6 +267,9 @@ std::string to_hash(const PlaygroundConfig& c) {
     if (c.norm_first != d.norm_first) add("norm_first", c.norm_first ? "1" : "0");
   }
   for (const auto& [key, value] : training_hash_pairs(c.training)) add(key, value);
+  if (!c.ablation.heads.empty()) add("ablate", head_list_text(c.ablation.heads));
+  if (!c.ablation.mlps.empty()) add("ablate_mlp", layer_list_text(c.ablation.mlps));
+  if (c.ablation.kind != AblationKind::zero) add("ablation", ablation_kind_name(c.ablation.kind));
   if (!c.lang.empty()) add("lang", c.lang);
   if (c.tour) add("tour", std::to_string(c.tour));
   std::string out;
@@ -336,14 +343,14 @@ PlaygroundConfig apply_settings(const PlaygroundConfig& base, const Json& settin
 }
 
 Json settings_json(const PlaygroundConfig& c) {
-  if (c.model == ModelKind::loaded)  // its sizes are the file's, not settings (apply_settings refuses them)
-    return {{"model", model_kind_name(c.model)}, {"sentences", c.sentences}, {"seed", c.seed},
-            {"mask", mask_kind_name(c.mask)}, {"train", c.train}, {"lang", c.lang}, {"tour", c.tour}};
-  return {{"model", model_kind_name(c.model)}, {"sentences", c.sentences}, {"seed", c.seed},
-          {"d_model", c.d_model},  {"max_len", c.max_len},       {"mask", mask_kind_name(c.mask)},
-          {"num_heads", c.num_heads}, {"num_layers", c.num_layers}, {"d_ff", c.d_ff},
-          {"num_classes", c.num_classes}, {"dropout", c.dropout}, {"train", c.train},
-          {"norm_first", c.norm_first}, {"lang", c.lang}, {"tour", c.tour}};
+  Json j = {{"model", model_kind_name(c.model)}, {"sentences", c.sentences}, {"seed", c.seed},
+            {"mask", mask_kind_name(c.mask)}, {"train", c.train}, {"lang", c.lang}, {"tour", c.tour},
+            {"ablate", head_list_text(c.ablation.heads)}, {"ablate_mlp", layer_list_text(c.ablation.mlps)},
+            {"ablation", ablation_kind_name(c.ablation.kind)}};
+  if (c.model == ModelKind::loaded) return j;  // its sizes are the file's, not settings (apply_settings refuses them)
+  j.update({{"d_model", c.d_model}, {"max_len", c.max_len}, {"num_heads", c.num_heads}, {"num_layers", c.num_layers},
+            {"d_ff", c.d_ff}, {"num_classes", c.num_classes}, {"dropout", c.dropout}, {"norm_first", c.norm_first}});
+  return j;
 }
 
 std::string sentences_text(const std::vector<std::string>& sentences) {
@@ -461,6 +468,20 @@ Json transformer_header(const Computed& out, const Vocab& vocab, const TokenBatc
   return doc;
 }
 
+// The run with the configuration's ablation, if any: mean ablation takes its means from the clean run on
+// the same sentences (as attn encode without --mean-data); `clean_output` keeps that run's `output`
+// stage (none: null) to show what the ablation changed.
+template <class Run>
+Trace ablated(const Ablation& a, const ModelStages& m, const std::vector<size_t>& lengths, const Run& run,
+              const char* output, Tensor& clean_output) {
+  if (a.empty()) return run(nullptr);
+  check_ablation(a, m);
+  const Trace clean = run(nullptr);
+  if (output) clean_output = clean.at(output);
+  const Hooks hooks = ablation_hooks(m, a, &clean, lengths);
+  return run(&hooks);
+}
+
 // The classifier on the sentences, with the loaded model or a seeded one.
 void compute_transformer(const PlaygroundConfig& c, const Computed* previous, const BackendPath& path,
                          Computed& out) {
@@ -479,8 +500,10 @@ void compute_transformer(const PlaygroundConfig& c, const Computed* previous, co
   const TransformerConfig& t = out.model->config;
   if (path.backend && c.train) {
     out.path_note = {Str::path_train_mode, path.backend->name()};
+  } else if (path.backend && !c.ablation.empty()) {
+    out.path_note = {Str::path_ablation, path.backend->name()};
   }
-  if (path.backend && !c.train) {
+  if (path.backend && !c.train && c.ablation.empty()) {
     DeviceModel device(*path.backend, *out.model);
     const size_t layer = std::min(path.layer, t.num_layers ? t.num_layers - 1 : 0);
     std::vector<std::string> wanted = fused_layer_stages(layer);
@@ -495,8 +518,14 @@ void compute_transformer(const PlaygroundConfig& c, const Computed* previous, co
       out.path_note = {Str::path_computed_on, out.computed_by};
     }
   } else {
-    out.trace = classify(*out.model, batch.ids, batch.batch, batch.seq, c.mask, c.train ? &gen : nullptr);
+    const auto run = [&](const Hooks* hooks) {  // the clean and ablated runs draw the same dropout
+      TorchGenerator dropout = gen;
+      return classify(*out.model, batch.ids, batch.batch, batch.seq, c.mask, c.train ? &dropout : nullptr, hooks);
+    };
+    out.trace = ablated(c.ablation, model_stages(t), batch.lengths, run, t.classifier_head ? "logits" : nullptr,
+                        out.clean_output);
   }
+  out.stages = model_stages(t);
   out.parameter_count = parameter_count(*out.model);
   out.header = transformer_header(out, vocab, batch, c.train);
   out.pe_table = pe_table(t.max_len, t.d_model, previous);
@@ -505,6 +534,8 @@ void compute_transformer(const PlaygroundConfig& c, const Computed* previous, co
   out.mask = to_tensor(attention_mask(c.mask, batch.ids, batch.batch, batch.seq));
   out.vocab = std::move(vocab);
   out.tokens = std::move(batch.tokens);
+  out.ids = std::move(batch.ids);
+  out.lengths = std::move(batch.lengths);
 }
 
 // A checkpoint on the sentences: its own tokenizer, its own mask (BERT: padding, GPT-2: the future).
@@ -516,7 +547,10 @@ void compute_pretrained(const Pretrained& p, const PlaygroundConfig& c, Computed
     throw InputError("a sentence has " + std::to_string(S) + " tokens, more than the model's " +
                      std::to_string(t.max_positions) + " positions");
   if (const double floats = pretrained_trace_floats(t, B, S); floats > max_trace_floats) too_big(floats);
-  out.trace = pretrained_forward(p.model, batch.input);
+  const auto run = [&](const Hooks* hooks) { return pretrained_forward(p.model, batch.input, hooks); };
+  out.stages = model_stages(t);
+  out.trace = ablated(c.ablation, out.stages, batch.input.lengths, run,
+                      t.family == ModelFamily::gpt2 ? "next_token_probs" : nullptr, out.clean_output);
   out.mask = Tensor::from_shape({B, S, S});
   for (size_t b = 0; b < B; ++b)
     for (size_t q = 0; q < S; ++q)
@@ -530,6 +564,8 @@ void compute_pretrained(const Pretrained& p, const PlaygroundConfig& c, Computed
   out.header = {{"family", family_name(t.family)}, {"architecture", t.architecture},
                 {"parameter_count", out.parameter_count}, {"ignored", p.model.ignored}, {"tokens", batch.tokens}};
   out.tokens = std::move(batch.tokens);
+  out.ids = batch.input.ids;
+  out.lengths = batch.input.lengths;
   out.pretrained_input = std::move(batch.input);
 }
 
@@ -559,6 +595,7 @@ std::unique_ptr<Computed> compute(const PlaygroundConfig& c, const Computed* pre
   if (c.sentences.empty()) throw InputError(tr(Str::no_sentence));
   if (c.model == ModelKind::loaded && !c.loaded) throw InputError(tr(Str::no_model_files));
   if (c.model == ModelKind::tutorial) {
+    if (!c.ablation.empty()) throw InputError(tr(Str::ablation_tutorial));
     compute_tutorial(c, previous, *out);
     if (path.backend)
       out->path_note = {Str::path_first_tutorial, path.backend->name()};
@@ -577,6 +614,12 @@ LayerNames layer_names_of(ModelFamily family) {
   if (family == ModelFamily::bert)
     return {"encoder.layer.", "attention.self.query", "attention.self.key", "attention.self.attention_probs"};
   return {"h.", "attn.query", "attn.key", "attn.attn_weights"};
+}
+
+std::vector<HeadScores> sentence_head_scores(const Computed& r) {
+  if (r.stages.layers == 0) throw InputError(tr(Str::interventions_tutorial));
+  return detect_heads(r.stages, r.trace, r.ids, r.lengths,
+                      {HeadKind::previous_token, HeadKind::duplicate_token, HeadKind::induction}, {});
 }
 
 std::string weights_stage_name(const Computed& r, size_t layer) {

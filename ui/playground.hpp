@@ -12,6 +12,8 @@
 
 #include "core/backend/backend.hpp"
 #include "core/base/json.hpp"
+#include "core/model/head_detectors.hpp"
+#include "core/model/interventions.hpp"
 #include "core/model/pretrained.hpp"
 #include "core/text/tokenizer.hpp"
 #include "core/model/trace.hpp"
@@ -39,6 +41,9 @@ struct PlaygroundConfig {
   // The model read from files; kept across model switches so the user can come back to it. Not in
   // the URL hash (a link cannot carry files); for ModelKind::loaded the sizes above mirror its config.
   std::shared_ptr<const LoadedModel> loaded;
+  // Heads and feed-forward blocks ablated (core/model/interventions.hpp), checked against the model when
+  // computed: the Interventions view's clicks; in the hash as ablate=0.1,1.3&ablate_mlp=0&ablation=mean.
+  Ablation ablation;
   // The Train tab's settings (ui/training.hpp: attn train's options as JSON keys); {} = the tab's
   // defaults. In the hash as train.KEY=VALUE, except "data" (a file).
   Json training = Json::object();
@@ -72,7 +77,8 @@ std::string percent_encode(const std::string& text);
 std::string percent_decode(const std::string& text);  // throws InputError on a bad escape
 
 // Applies a JSON object of settings ({sentences, seed, d_model, num_heads, num_layers, d_ff, max_len,
-// num_classes, mask, dropout, train, norm_first, model, lang, tour}) on top of `base`; `model` first (it resets the
+// num_classes, mask, dropout, train, norm_first, model, lang, tour, ablate, ablate_mlp, ablation}) on top
+// of `base` (ablate "L.H,…", ablate_mlp "L,…", ablation "zero"|"mean"); `model` first (it resets the
 // sizes to that model's defaults). Unknown keys and wrong types throw InputError.
 PlaygroundConfig apply_settings(const PlaygroundConfig& base, const Json& settings);
 Json settings_json(const PlaygroundConfig& config);  // the same keys, all of them
@@ -99,6 +105,12 @@ struct Computed {
   LayerNames layer_names;                        // the layers' stage names
   bool pe_learned = false;                       // pe_table is a checkpoint's learned position embeddings
   PretrainedInput pretrained_input;              // a checkpoint's input (ids, lengths): next-token lists
+  ModelStages stages;                            // how its stages are named (layers 0: the first tutorial)
+  std::vector<int64_t> ids;                      // [B, S] token ids, padded
+  std::vector<size_t> lengths;                   // each item's real tokens
+  // With an ablation: the output of the same run without it — the classifier's logits [B, C], GPT-2's
+  // next_token_probs [B, V] — to show what the ablation changed; else empty (and for BERT).
+  Tensor clean_output;
   bool scale_query_first = false;                // nn.TransformerEncoderLayer style (a loaded model)
   // The Transformer's model; a seeded one is reused by the next computation when its seed and sizes
   // are the same (a new mask, train mode or sentences with as many distinct words), with the
@@ -150,6 +162,11 @@ struct BackendChoice {
 std::unique_ptr<Computed> compute(const PlaygroundConfig& config, const Computed* previous = nullptr,
                                   const BackendPath& path = BackendPath());
 inline constexpr double max_trace_floats = 64.0 * 1024 * 1024;
+
+// Every head's previous-token, duplicate-token and induction scores (core/model/head_detectors.hpp) on
+// the run's own sentences, real tokens only; InputError for the first tutorial (no layers of heads) and
+// for a run whose attention weights were not all pulled back (a backend's).
+std::vector<HeadScores> sentence_head_scores(const Computed& computed);
 
 // The attention weights of one layer as if there were no mask (softmax of that layer's QKᵀ/√d_k, no
 // dropout): [B, S, S] for the first tutorial, [B, H, S, S] for the Transformer. Computed on demand

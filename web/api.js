@@ -148,13 +148,29 @@
       return JSON.parse(text);
     },
     // set({sentences, seed, d_model, num_heads, num_layers, d_ff, max_len, num_classes, mask, dropout,
-    //      train, norm_first, model, lang, tour}); lang: 'en', 'ko' or '' (the browser's language); tour: the
-    //      guided tour's step, as selectView({tour}); throws on unknown keys or bad values; returns stats() (cheap:
-    // state() serialises the view, which timing a change must not include).
+    //      train, norm_first, model, lang, tour, ablate, ablate_mlp, ablation}); lang: 'en', 'ko' or '' (the
+    //      browser's language); tour: the guided tour's step, as selectView({tour}); ablate: heads 'L.H,…',
+    //      ablate_mlp: layers 'L,…', ablation: 'zero' | 'mean'; throws on unknown keys or bad values;
+    //      returns stats() (cheap: state() serialises the view, which timing a change must not include).
     set(settings) {
       const error = call('attnlab_set', 'string', ['string'], [JSON.stringify(settings)]);
       if (error) throw new Error(error);
       return this.stats();
+    },
+    // ablate(heads, {kind, mlps}): ablates heads ('0.1,1.3' or [[0, 1], [1, 3]]; [] restores them all) and
+    // feed-forward blocks (mlps: [layer, …], default none) with zeros or, kind 'mean', their means over the
+    // sentences; every stage and the outputs follow (the Interventions tab). Returns stats().
+    ablate(heads, options) {
+      const list = Array.isArray(heads) ? heads.map((h) => (Array.isArray(h) ? h.join('.') : String(h))).join(',') : String(heads || '');
+      const o = options || {};
+      return this.set({ ablate: list, ablate_mlp: (o.mlps || []).join(','), ablation: o.kind || 'zero' });
+    },
+    // The head detectors' scores on the current sentences, as `attn heads --json` gives them:
+    // {previous_token: {axes: ['layer', 'head'], scores: [[…]]}, duplicate_token: …, induction: …}.
+    detectHeads() {
+      const out = JSON.parse(call('attnlab_detect_heads', 'string', [], []));
+      if (out.error) throw new Error(out.error);
+      return out.detectors;
     },
     // {settings, hash, lang (the UI's language), error, status, loaded_model, compute_ms, compute_count,
     //  frames, last_frame_ms, frame_allocations, view: {tab, stage, tour, lang, …}, training}
@@ -162,7 +178,7 @@
     // {frames, last_frame_ms, frame_allocations, compute_ms, compute_count}: cheap, for polling.
     stats() { return JSON.parse(call('attnlab_stats', 'string', [], [])); },
     selectStage(name) { call('attnlab_select_stage', null, ['string'], [name]); },
-    // selectView({tab: 'stage'|'masks'|'positional_encoding'|'train'|'tour', stage, batch, layer, head,
+    // selectView({tab: 'stage'|'masks'|'positional_encoding'|'interventions'|'train'|'tour', stage, batch, layer, head,
     // tour}): what the canvas shows from the next frame on (indices clamped); tour: the guided tour's step
     // (1 to 15; it selects the step's stage, and the model it needs; 0 ends the tour). Throws on unknown keys.
     selectView(view) {

@@ -214,6 +214,19 @@ EMSCRIPTEN_KEEPALIVE const char* attnlab_train_control(const char* what) {
   return hand_to_js("");
 }
 
+// The head detectors' scores on the current run's sentences: {"detectors": {KIND: {"axes", "scores"}}}
+// as attn heads --json gives them, or {"error": "..."}.
+EMSCRIPTEN_KEEPALIVE const char* attnlab_detect_heads() {
+  try {
+    state->playground.update();
+    const attn::ui::Computed* r = state->playground.result();
+    if (!r) return hand_to_js(attn::Json{{"error", state->playground.error()}}.dump());
+    return hand_to_js(attn::Json{{"detectors", attn::head_scores_json(attn::ui::sentence_head_scores(*r))}}.dump());
+  } catch (const std::exception& e) {
+    return hand_to_js(attn::Json{{"error", e.what()}}.dump());
+  }
+}
+
 EMSCRIPTEN_KEEPALIVE const char* attnlab_training_log() {
   return hand_to_js(attn::Json(state->app->training().log()).dump());
 }

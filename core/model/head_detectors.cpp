@@ -99,6 +99,17 @@ std::vector<HeadScores> detect_heads(const ModelStages& m, const Trace& trace, c
   return out;
 }
 
+Json head_scores_json(const std::vector<HeadScores>& scores) {
+  Json detectors = Json::object();
+  for (const HeadScores& s : scores) {
+    Json rows = Json::array();
+    for (size_t layer = 0; layer < s.layers; ++layer)
+      rows.push_back(std::vector<double>(s.scores.begin() + layer * s.heads, s.scores.begin() + (layer + 1) * s.heads));
+    detectors[head_kind_name(s.kind)] = {{"axes", {"layer", "head"}}, {"scores", rows}};
+  }
+  return detectors;
+}
+
 TokenRange parse_token_range(const std::string& text, size_t vocab_size) {
   const size_t colon = text.find(':');
   if (colon == std::string::npos) throw InputError("--token-range expects LOW:HIGH, got '" + text + "'");

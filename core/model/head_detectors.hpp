@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/base/json.hpp"
 #include "core/model/interventions.hpp"
 #include "core/model/trace.hpp"
 #include "core/torch/rng.hpp"
@@ -45,6 +46,9 @@ struct HeadScores {
 std::vector<HeadScores> detect_heads(const ModelStages& model, const Trace& trace, const std::vector<int64_t>& ids,
                                      const std::vector<size_t>& lengths, const std::vector<HeadKind>& kinds,
                                      const DetectOptions& o);
+
+// {KIND: {"axes": ["layer", "head"], "scores": [[…]]}} (attn heads --json's "detectors").
+Json head_scores_json(const std::vector<HeadScores>& scores);
 
 struct TokenRange {
   int64_t low = 0, high = 0;  // high excluded

@@ -171,36 +171,74 @@ std::vector<std::string> residual_stream_stages(const ModelStages& m) {
 
 namespace {
 
-size_t layer_in_range(const std::string& flag, const std::string& text, const ModelStages& m) {
-  const size_t layer = parse_size(flag + " (layer)", text, 0);
-  if (layer >= m.layers)
-    throw InputError(flag + ": layer " + text + " is out of range (the model has " + std::to_string(m.layers) +
-                     " layers, 0 to " + std::to_string(m.layers ? m.layers - 1 : 0) + ")");
-  return layer;
+std::string out_of_range(const std::string& flag, size_t layer, const ModelStages& m) {
+  return flag + ": layer " + std::to_string(layer) + " is out of range (the model has " + std::to_string(m.layers) +
+         " layers, 0 to " + std::to_string(m.layers ? m.layers - 1 : 0) + ")";
+}
+
+void check_heads(const std::vector<HeadIndex>& heads, const ModelStages& m, const std::string& flag) {
+  if (m.layers == 0 || m.heads == 0) throw InputError(flag + ": this model has no attention heads");
+  for (const HeadIndex& h : heads) {
+    if (h.layer >= m.layers) throw InputError(out_of_range(flag, h.layer, m));
+    if (h.head >= m.heads)
+      throw InputError(flag + " " + std::to_string(h.layer) + "." + std::to_string(h.head) + ": head " +
+                       std::to_string(h.head) + " is out of range (layer " + std::to_string(h.layer) + " has " +
+                       std::to_string(m.heads) + " heads)");
+  }
+}
+
+void check_layers(const std::vector<size_t>& layers, const ModelStages& m, const std::string& flag) {
+  for (size_t layer : layers)
+    if (layer >= m.layers) throw InputError(out_of_range(flag, layer, m));
 }
 
 }  // namespace
 
-std::vector<HeadIndex> parse_heads(const std::string& text, const ModelStages& m) {
-  if (m.layers == 0 || m.heads == 0) throw InputError("--ablate: this model has no attention heads");
+std::vector<HeadIndex> parse_head_list(const std::string& text, const std::string& flag) {
   std::vector<HeadIndex> heads;
   for (const std::string& item : split_commas(text)) {
     const size_t dot = item.find('.');
     if (dot == std::string::npos)
-      throw InputError("--ablate expects LAYER.HEAD items separated by commas (e.g. 0.1,1.3), got '" + item + "'");
-    HeadIndex h{layer_in_range("--ablate", item.substr(0, dot), m), parse_size("--ablate (head)", item.substr(dot + 1), 0)};
-    if (h.head >= m.heads)
-      throw InputError("--ablate " + item + ": head " + std::to_string(h.head) + " is out of range (layer " +
-                       std::to_string(h.layer) + " has " + std::to_string(m.heads) + " heads)");
-    heads.push_back(h);
+      throw InputError(flag + " expects LAYER.HEAD items separated by commas (e.g. 0.1,1.3), got '" + item + "'");
+    heads.push_back({parse_size(flag + " (layer)", item.substr(0, dot), 0), parse_size(flag + " (head)", item.substr(dot + 1), 0)});
   }
   return heads;
 }
 
-std::vector<size_t> parse_layers(const std::string& text, const ModelStages& m, const std::string& flag) {
+std::vector<size_t> parse_layer_list(const std::string& text, const std::string& flag) {
   std::vector<size_t> layers;
-  for (const std::string& item : split_commas(text)) layers.push_back(layer_in_range(flag, item, m));
+  for (const std::string& item : split_commas(text)) layers.push_back(parse_size(flag + " (layer)", item, 0));
   return layers;
+}
+
+std::vector<HeadIndex> parse_heads(const std::string& text, const ModelStages& m) {
+  if (m.layers == 0 || m.heads == 0) throw InputError("--ablate: this model has no attention heads");
+  std::vector<HeadIndex> heads = parse_head_list(text, "--ablate");
+  check_heads(heads, m, "--ablate");
+  return heads;
+}
+
+std::vector<size_t> parse_layers(const std::string& text, const ModelStages& m, const std::string& flag) {
+  std::vector<size_t> layers = parse_layer_list(text, flag);
+  check_layers(layers, m, flag);
+  return layers;
+}
+
+void check_ablation(const Ablation& a, const ModelStages& m) {
+  if (!a.heads.empty()) check_heads(a.heads, m, "ablate");
+  check_layers(a.mlps, m, "ablate_mlp");
+}
+
+std::string head_list_text(const std::vector<HeadIndex>& heads) {
+  std::string out;
+  for (const HeadIndex& h : heads) out += (out.empty() ? "" : ",") + std::to_string(h.layer) + "." + std::to_string(h.head);
+  return out;
+}
+
+std::string layer_list_text(const std::vector<size_t>& layers) {
+  std::string out;
+  for (size_t l : layers) out += (out.empty() ? "" : ",") + std::to_string(l);
+  return out;
 }
 
 AblationKind parse_ablation_kind(const std::string& text) {
@@ -208,6 +246,8 @@ AblationKind parse_ablation_kind(const std::string& text) {
   if (text == "mean") return AblationKind::mean;
   throw InputError("--ablation expects zero or mean, got '" + text + "'");
 }
+
+const char* ablation_kind_name(AblationKind kind) { return kind == AblationKind::zero ? "zero" : "mean"; }
 
 namespace {
 

@@ -33,21 +33,31 @@ std::vector<std::pair<std::string, std::string>> stage_aliases(const ModelStages
 
 struct HeadIndex {
   size_t layer = 0, head = 0;
+  bool operator==(const HeadIndex& o) const { return layer == o.layer && head == o.head; }
 };
 // "L.H[,L.H…]", each in range for `model`; else InputError naming the item.
 std::vector<HeadIndex> parse_heads(const std::string& text, const ModelStages& model);
 // "L[,L…]": layers for --ablate-mlp.
 std::vector<size_t> parse_layers(const std::string& text, const ModelStages& model, const std::string& flag);
+// The same lists read before the model is known (a playground setting), checked by check_ablation.
+std::vector<HeadIndex> parse_head_list(const std::string& text, const std::string& flag);
+std::vector<size_t> parse_layer_list(const std::string& text, const std::string& flag);
+std::string head_list_text(const std::vector<HeadIndex>& heads);  // "0.1,1.3"
+std::string layer_list_text(const std::vector<size_t>& layers);   // "0,2"
 
 enum class AblationKind { zero, mean };
 AblationKind parse_ablation_kind(const std::string& text);  // "zero" | "mean"
+const char* ablation_kind_name(AblationKind kind);
 
 struct Ablation {
   std::vector<HeadIndex> heads;
   std::vector<size_t> mlps;  // feed-forward blocks whose output is replaced
   AblationKind kind = AblationKind::zero;
   bool empty() const { return heads.empty() && mlps.empty(); }
+  bool operator==(const Ablation& o) const { return heads == o.heads && mlps == o.mlps && kind == o.kind; }
 };
+// InputError naming the first head or layer out of range for `model`, or a model without heads.
+void check_ablation(const Ablation& ablation, const ModelStages& model);
 
 // The stages an ablation replaces: a head's z (blocks.L.attn.hook_z, [B, S, H·d_head], head h the
 // columns h·d_head …) and a block's MLP output (blocks.L.hook_mlp_out).

@@ -223,6 +223,56 @@ async function checkTraining(page) {
   if (outDir) fs.writeFileSync(path.join(outDir, 'playground_model_view.png'), await page.screenshot());
 }
 
+// The Interventions tab: a click on a head of its grid ablates that head (the setting, the hash, every
+// later stage and the logits follow; the effect lists each item's prediction before and after), a
+// second click restores it to the same bits; attnlab.ablate and attnlab.detectHeads as documented.
+async function checkInterventions(page) {
+  await page.evaluate(() => {
+    attnlab.set({ model: 'transformer', d_model: 16, num_heads: 4, num_layers: 2, seed: 2, mask: 'causal' });
+    attnlab.selectView({ tab: 'interventions' });
+  });
+  await frames(page, 3);
+  const logits = () => page.evaluate(() => attnlab.trace().stages.find((s) => s.name === 'logits').data);
+  const clean = await logits();
+  const clickHead = async (layer, head) => {
+    const canvasBox = await page.locator('#canvas').boundingBox();
+    const cell = (await page.evaluate(() => attnlab.state().view.interventions.cells)).find((c) => c.layer === layer && c.head === head);
+    if (!cell) throw new Error(`no Interventions cell ${layer}.${head}`);
+    await page.mouse.move(canvasBox.x + cell.x + cell.w / 2, canvasBox.y + cell.y + cell.h / 2);
+    await frames(page, 2);
+    await page.mouse.down();
+    await frames(page, 2);
+    await page.mouse.up();
+    await frames(page, 3);
+  };
+  await clickHead(1, 2);
+  let state = await page.evaluate(() => attnlab.state());
+  const ablated = await logits();
+  check(state.settings.ablate === '1.2' && state.hash.includes('ablate=1.2') &&
+        ablated.some((v, i) => v !== clean[i]) && state.view.interventions.effect.length === 4,
+        `a click on head 1.2 ablates it: settings ${state.settings.ablate}, hash ${state.hash}, the logits change, ` +
+        `the effect lists ${state.view.interventions.effect.length} items`);
+  await clickHead(1, 2);
+  state = await page.evaluate(() => attnlab.state());
+  const restored = await logits();
+  check(state.settings.ablate === '' && restored.every((v, i) => v === clean[i]), 'a second click restores it, bit for bit');
+  const api = await page.evaluate(() => {
+    attnlab.ablate([[0, 1], [1, 3]], { kind: 'mean', mlps: [0] });
+    const s = attnlab.state().settings;
+    const detectors = attnlab.detectHeads();
+    attnlab.ablate([]);
+    return { s, detectors, after: attnlab.state().settings.ablate };
+  });
+  const scores = api.detectors.induction.scores;
+  check(api.s.ablate === '0.1,1.3' && api.s.ablate_mlp === '0' && api.s.ablation === 'mean' && api.after === '',
+        `attnlab.ablate sets ${api.s.ablate} / mlp ${api.s.ablate_mlp} / ${api.s.ablation}, ablate([]) restores`);
+  check(Object.keys(api.detectors).join() === 'duplicate_token,induction,previous_token' && scores.length === 2 &&
+        scores.every((row) => row.length === 4 && row.every((v) => v >= 0 && v <= 1)),
+        'attnlab.detectHeads: three kinds of [2 layers][4 heads] scores in [0, 1]');
+  await checkIdle(page, 'Interventions tab');
+  if (outDir) fs.writeFileSync(path.join(outDir, 'playground_interventions.png'), await page.screenshot());
+}
+
 // The trained model in the Stage tab (the Train tab's "Show in Stage tab", then the model view): the
 // largest mean, over every layer and head, of the attention from query to key that pick(tokens) names
 // for each replay item (null: the item does not count).
@@ -742,6 +792,7 @@ function closeToFixture(trace, fx) {
     if (outDir) fs.writeFileSync(path.join(outDir, 'playground_large.png'), await page.screenshot());
     await checkIdle(page, 'S=128 Masks view');
     await checkLanguageAndTour(browser, url, errors);
+    await checkInterventions(page);
     await checkTraining(page);
     await page.close();  // headless pages all draw: one page at a time, so the timings are the page's own
     await checkLayouts(browser, url, errors);
