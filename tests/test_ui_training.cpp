@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/base/error.hpp"
+#include "core/train/train_data.hpp"
 #include "tests/fixtures.hpp"
 #include "ui/model_files.hpp"
 #include "ui/playground.hpp"
@@ -189,4 +190,28 @@ TEST_CASE("ui training: the trained model's files open as Model files", "[ui][tr
   const auto model = t.model_copy();
   CHECK(loaded->model.fc.weight == model->fc.weight);
   for (const auto& p : {w, c, v}) std::filesystem::remove(p);
+}
+
+TEST_CASE("ui training: the validation accuracy with a head ablated", "[ui][training][interventions]") {
+  Training t;
+  CHECK_FALSE(t.ablated_accuracy({{0, 0}}));  // no run yet
+  t.configure({{"task", "places"}, {"steps", 30}, {"eval_every", 30}, {"num_heads", 2}, {"num_layers", 2}});
+  t.run_steps(30);
+  const auto r = t.ablated_accuracy({{1, 1}});
+  REQUIRE(r);
+  CHECK(r->step == 30);
+  CHECK(r->accuracy == *t.status().val_accuracy);  // the model as it is: the last evaluation's
+  CHECK((r->ablated >= 0 && r->ablated <= 1));
+  CHECK_THROWS_WITH(t.ablated_accuracy({{0, 2}}), Catch::Contains("head 2 is out of range (layer 0 has 2 heads)"));
+  // Zeroing a head's z is zeroing its columns of the output projection: the same evaluation.
+  TransformerModel zeroed = *t.model_copy();
+  const size_t dk = zeroed.config.head_dim();
+  for (size_t row = 0; row < zeroed.config.d_model; ++row)
+    for (size_t c = dk; c < 2 * dk; ++c) zeroed.layers[1].output.weight(row, c) = 0.0f;
+  const std::vector<train::LabelledItem> items = train::task_data(train::find_task("places"), 0, 64, 7).val;
+  const Hooks hooks = ablation_hooks(model_stages(zeroed.config), {{{1, 1}}, {}, AblationKind::zero}, nullptr, {});
+  const train::EvalRecord hooked = train::evaluate(*t.model_copy(), items, MaskKind::padding, 16, &hooks);
+  const train::EvalRecord direct = train::evaluate(zeroed, items, MaskKind::padding, 16);
+  CHECK(hooked.loss == direct.loss);
+  CHECK(hooked.accuracy == direct.accuracy);
 }

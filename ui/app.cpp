@@ -1028,6 +1028,12 @@ Json App::view_json() const {
   Json train = {{"item", train_item_}, {"layer", train_layer_}, {"head", train_head_}, {"replay", replay_index_},
                 {"snapshots", train_view_.snapshots.size()}, {"buttons", buttons}, {"cells", cells_json(train_cells_)},
                 {"error", train_error_},
+                {"ablated_accuracy", ablated_accuracy_ ? Json{{"layer", ablated_accuracy_->layer},
+                                                             {"head", ablated_accuracy_->head},
+                                                             {"step", ablated_accuracy_->result.step},
+                                                             {"accuracy", ablated_accuracy_->result.accuracy},
+                                                             {"ablated", ablated_accuracy_->result.ablated}}
+                                                       : Json()},
                 {"heatmap", {{"x", train_main_.x}, {"y", train_main_.y}, {"cell_w", train_main_.cell_w},
                              {"rows", train_main_.slice.rows}, {"cols", train_main_.slice.cols},
                              {"values", train_main_.slice.values}}}};

@@ -205,6 +205,7 @@ class App {
   void refresh_train_cache();
   void show_trained_model();
   void save_trained_model();
+  void draw_ablated_accuracy();
 
   Playground& playground_;
   Platform& platform_;
@@ -287,6 +288,13 @@ class App {
     float x, y, w, h;
   };
   std::vector<ButtonRect> train_buttons_;
+  struct AblatedAccuracyShown {  // the last "accuracy with this head ablated", for the run it was asked of
+    uint64_t run = 0;
+    int layer = 0, head = 0;
+    Training::AblatedAccuracy result;
+    std::string text;
+  };
+  std::optional<AblatedAccuracyShown> ablated_accuracy_;
   LayoutLog layout_;  // this frame's boxes (cleared when a frame starts)
 };
 

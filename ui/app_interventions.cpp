@@ -3,7 +3,6 @@
 // the model's outputs, and the head detectors' scores of the run shown (core/model/head_detectors.hpp).
 #include <algorithm>
 #include <cmath>
-#include <cstdarg>
 #include <cstdio>
 #include <type_traits>
 
@@ -43,15 +42,6 @@ std::vector<double> softmax(const float* logits, size_t n) {
   return p;
 }
 
-std::string formatted(Str format, ...) {
-  char text[512];
-  va_list args;
-  va_start(args, format);
-  std::vsnprintf(text, sizeof text, tr(format), args);
-  va_end(args);
-  return text;
-}
-
 // A classifier's prediction before and after, per item: "item 1: class 2 (61.0%) -> class 0 (40.2%)".
 std::vector<std::string> class_effect(const Tensor& clean, const Tensor& ablated) {
   std::vector<std::string> lines;
@@ -60,7 +50,7 @@ std::vector<std::string> class_effect(const Tensor& clean, const Tensor& ablated
     const std::vector<double> p = softmax(clean.data() + b * C, C), q = softmax(ablated.data() + b * C, C);
     const size_t i = size_t(std::max_element(p.begin(), p.end()) - p.begin());
     const size_t j = size_t(std::max_element(q.begin(), q.end()) - q.begin());
-    lines.push_back(formatted(Str::effect_class, b + 1, i, 100 * p[i], j, 100 * q[j]));
+    lines.push_back(format(Str::effect_class, b + 1, i, 100 * p[i], j, 100 * q[j]));
   }
   return lines;
 }
@@ -73,9 +63,9 @@ std::vector<std::string> token_effect(const Pretrained& p, const Tensor& clean, 
   for (size_t i = 0; i < V; ++i) order[i] = i;
   const size_t k = std::min<size_t>(5, V);
   std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](size_t x, size_t y) { return q[x] > q[y]; });
-  std::vector<std::string> lines = {formatted(Str::effect_next_after, b + 1)};
+  std::vector<std::string> lines = {format(Str::effect_next_after, b + 1)};
   for (size_t i = 0; i < k; ++i)
-    lines.push_back(formatted(Str::effect_token, 100.0 * q[order[i]], 100.0 * clean.data()[b * V + order[i]],
+    lines.push_back(format(Str::effect_token, 100.0 * q[order[i]], 100.0 * clean.data()[b * V + order[i]],
                               token_label(p, int64_t(order[i])).c_str()));
   return lines;
 }

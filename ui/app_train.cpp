@@ -426,7 +426,25 @@ void App::draw_train_attention(float width) {
   if (train_button("save", tr(Str::save_model))) save_trained_model();
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("%s", tr(Str::save_model_tip));
+  ImGui::SameLine();
+  draw_ablated_accuracy();
   ImGui::EndGroup();
+}
+
+// What the head shown does for the task: the validation accuracy with it zero-ablated, on request.
+void App::draw_ablated_accuracy() {
+  char label[96];
+  std::snprintf(label, sizeof label, tr(Str::ablated_accuracy), train_layer_, train_head_);
+  if (train_button("ablated_accuracy", label)) {
+    if (const auto r = training_.ablated_accuracy({{size_t(train_layer_), size_t(train_head_)}}))
+      ablated_accuracy_ = {train_view_.run, train_layer_, train_head_, *r,
+                           format(Str::ablated_accuracy_result, 100 * r->ablated, 100 * r->accuracy, r->step)};
+  }
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(Str::ablated_accuracy_tip));
+  const auto& shown = ablated_accuracy_;
+  if (!shown || shown->run != train_view_.run || shown->layer != train_layer_ || shown->head != train_head_) return;
+  ImGui::SameLine();
+  ImGui::TextUnformatted(shown->text.c_str());
 }
 
 // The trained model as a model from files, on the replay items, in the Stage tab.

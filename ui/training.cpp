@@ -433,6 +433,18 @@ std::shared_ptr<const TransformerModel> Training::model_copy() const {
   return std::make_shared<const TransformerModel>(run_->r.trainer->model());
 }
 
+std::optional<Training::AblatedAccuracy> Training::ablated_accuracy(const std::vector<HeadIndex>& heads) const {
+  std::lock_guard<std::mutex> run_lock(run_mutex_);
+  if (!run_) return std::nullopt;
+  const train::Trainer& trainer = *run_->r.trainer;
+  const auto& items = run_->r.data.sets.val.empty() ? run_->r.data.sets.train : run_->r.data.sets.val;
+  const Ablation ablation{heads, {}, AblationKind::zero};
+  const ModelStages stages = model_stages(trainer.model().config);
+  check_ablation(ablation, stages);
+  const Hooks hooks = ablation_hooks(stages, ablation, nullptr, {});
+  return AblatedAccuracy{trainer.steps_done(), trainer.evaluate(items).accuracy, trainer.evaluate(items, &hooks).accuracy};
+}
+
 std::optional<Vocab> Training::vocab() const {
   std::lock_guard<std::mutex> run_lock(run_mutex_);
   if (!run_) return std::nullopt;

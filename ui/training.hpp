@@ -17,6 +17,7 @@
 
 #include "core/base/json.hpp"
 #include "core/base/tensor.hpp"
+#include "core/model/interventions.hpp"
 #include "core/train/train.hpp"
 #include "core/train/train_run.hpp"
 
@@ -117,6 +118,13 @@ class Training {
   };
   ModelFilesBytes model_files() const;
   std::shared_ptr<const TransformerModel> model_copy() const;
+  // The current model's validation accuracy (the training items' when there are none) as it is and with
+  // `heads` zero-ablated (core/model/interventions.hpp): what those heads do for the task. None without a run.
+  struct AblatedAccuracy {
+    size_t step = 0;
+    double accuracy = 0, ablated = 0;
+  };
+  std::optional<AblatedAccuracy> ablated_accuracy(const std::vector<HeadIndex>& heads) const;
   std::optional<Vocab> vocab() const;
 
  private:

@@ -56,7 +56,7 @@ Json record_json(const EvalRecord& r) {
 
 // The mean loss over items (each batch's mean weighted by its size) and the share predicted right.
 EvalRecord evaluate(const TransformerModel& model, const std::vector<LabelledItem>& items, MaskKind mask,
-                    size_t batch_size) {
+                    size_t batch_size, const Hooks* hooks) {
   EvalRecord r;
   double loss = 0;
   size_t right = 0;
@@ -64,7 +64,7 @@ EvalRecord evaluate(const TransformerModel& model, const std::vector<LabelledIte
     std::vector<size_t> indices;
     for (size_t i = begin; i < std::min(items.size(), begin + batch_size); ++i) indices.push_back(i);
     const TrainBatch b = make_batch(items, indices);
-    const Tensor logits = classify(model, b.ids, b.batch, b.seq, mask, nullptr).at("logits");
+    const Tensor logits = classify(model, b.ids, b.batch, b.seq, mask, nullptr, hooks).at("logits");
     loss += double(cross_entropy(logits, b.labels, 0.0, nullptr)) * double(b.batch);
     right += correct(logits, b.labels);
   }
@@ -87,9 +87,9 @@ Trainer::Trainer(TransformerModel model, std::vector<LabelledItem> train_items, 
   settings_.schedule.total = settings_.steps;
 }
 
-EvalRecord Trainer::evaluate(const std::vector<LabelledItem>& items) const {
+EvalRecord Trainer::evaluate(const std::vector<LabelledItem>& items, const Hooks* hooks) const {
   const ProductMode mode(settings_.rounding, pool_.get());
-  return train::evaluate(model_, items, settings_.mask, settings_.batch_size);
+  return train::evaluate(model_, items, settings_.mask, settings_.batch_size, hooks);
 }
 
 StepRecord Trainer::step() {

@@ -57,9 +57,9 @@ Json record_json(const StepRecord& r);
 Json record_json(const EvalRecord& r);
 
 // Loss and accuracy of a model over items in evaluation mode (no dropout), `batch_size` at a time,
-// the products computed as the ProductMode in scope says.
+// the products computed as the ProductMode in scope says; `hooks` intervene (an ablation's).
 EvalRecord evaluate(const TransformerModel& model, const std::vector<LabelledItem>& items, MaskKind mask,
-                    size_t batch_size);
+                    size_t batch_size, const Hooks* hooks = nullptr);
 
 class Trainer {
  public:
@@ -78,7 +78,7 @@ class Trainer {
   // The threads the products run on: settings().threads, or fewer where no more could start.
   size_t threads() const { return pool_ ? pool_->size() : 1; }
   // evaluate() of the current model on `items`, with the run's mask, batch size, rounding and threads.
-  EvalRecord evaluate(const std::vector<LabelledItem>& items) const;
+  EvalRecord evaluate(const std::vector<LabelledItem>& items, const Hooks* hooks = nullptr) const;
 
   // The checkpoint: the model's state_dict as "model.<name>", the optimizer's state as "optimizer.<name>",
   // and in `meta` the step count and the dropout generator. restore() takes them back.

@@ -194,6 +194,13 @@ async function checkTraining(page) {
     const text = fs.readFileSync(await config.path(), 'utf8');
     check(JSON.parse(text).d_model === 32, 'the downloaded config is the trained model\'s (d_model 32)');
   }
+  // Its one head is what the task needs: with it zero-ablated the validation accuracy falls to chance.
+  await page.evaluate(() => attnlab.selectView({ train_layer: 0, train_head: 0 }));
+  await clickTrainButton(page, 'ablated_accuracy');
+  const ablated = (await page.evaluate(() => attnlab.state().view.train)).ablated_accuracy;
+  check(ablated && ablated.accuracy >= 0.95 && ablated.ablated <= 0.6,
+        'Validation accuracy with head 0.0 ablated: ' +
+        (ablated ? `${(100 * ablated.ablated).toFixed(1)} % (${(100 * ablated.accuracy).toFixed(1)} % with it; chance 50 %, <= 60 %)` : 'none'));
   const twins = await shownHeadAttention(page, (tokens) => {
     const later = tokens.findIndex((x, j) => x !== '[PAD]' && tokens.indexOf(x) < j);
     return later < 0 ? null : [later, tokens.indexOf(tokens[later])];
