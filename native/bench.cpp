@@ -339,7 +339,8 @@ void bench_patch(Context& c) {
   };
   const Size z = c.options.quick ? Size{2, 4, 64, 1000, 8} : Size{12, 12, 768, 50257, 20};
   LoadedModel m;  // no tokenizer needed: the prompts are ids
-  m.pretrained = Pretrained{random_gpt2(z.layers, z.heads, z.d, z.vocab, 1024), BytePairTokenizer({}, {})};
+  m.pretrained = std::make_shared<const Pretrained>(
+      Pretrained{random_gpt2(z.layers, z.heads, z.d, z.vocab, 1024), BytePairTokenizer({}, {})});
   std::mt19937 draw(2);
   std::vector<int64_t> clean(z.seq);
   for (int64_t& id : clean) id = int64_t(draw() % z.vocab);
@@ -350,7 +351,7 @@ void bench_patch(Context& c) {
     Patching p;
     const auto sweep = [&] {
       p = activation_patching(m, m.from_ids({clean}), m.from_ids({corrupted}), logit_difference(z.seq - 1, 0, 1),
-                              {PatchKind::heads}, {resume, nullptr});
+                              {PatchKind::heads}, resume);
     };
     const Timing t = c.options.quick ? measure(sweep, c.budget) : measure_once(sweep);
     batch::Fnv1a recovery;

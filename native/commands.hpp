@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/model/model_options.hpp"
+#include "core/model/patching.hpp"
 #include "core/train/train_run.hpp"
 #include "native/cli.hpp"
 
@@ -44,10 +45,10 @@ struct HeadsOptions {
 };
 void add_heads_command(CLI::App& app, HeadsOptions& o);
 
-struct PatchOptionsCli {  // core/model/patching.hpp's PatchOptions are the engine's
+struct PatchOptionsCli {
   ModelOptions model;
-  std::string clean, corrupted, answer, answer_id, wrong, wrong_id, label,
-      sweep = "heads,resid_pre,attn_out,mlp_out";
+  PatchMetricOptions metric;  // core/model/patching.hpp
+  std::string clean, corrupted, sweep = "heads,resid_pre,attn_out,mlp_out";
   bool json = false;
 };
 void add_patch_command(CLI::App& app, PatchOptionsCli& o);

@@ -11,10 +11,10 @@ long="$long&s=나는%20오늘%20아침에%20학교에서%20친구와%20함께%20
 long="$long%20저녁에%20집에%20간다%20supercalifragilisticexpialidocious&s=짧은%20문장"
 exec xvfb-run -a -s '-screen 0 1920x1080x24' sh -c '
   for size in 1280x800 1920x1080; do
-    for hash in "" model=transformer "$1"; do
+    for hash in "" "model=transformer&patch.label=1" "$1"; do
       "$0" --size "$size" --hash "$hash" --check-layout || exit 1
     done
-    for hash in "" "model=transformer&train.task=asked"; do
+    for hash in "" "model=transformer&train.task=asked&patch.label=1"; do
       "$0" --size "$size" --hash "$hash" --lang ko --check-layout || exit 1
     done
   done' "$1" "$long"

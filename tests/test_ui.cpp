@@ -12,6 +12,7 @@
 #include "tests/fixtures.hpp"
 #include "ui/layout_check.hpp"
 #include "ui/model_files.hpp"
+#include "ui/patching.hpp"
 #include "ui/playground.hpp"
 
 using namespace attn;
@@ -619,4 +620,41 @@ TEST_CASE("ui head detectors on the run's sentences", "[ui][interventions]") {
   Playground tutorial;  // one attention, no layers of heads
   tutorial.update();
   CHECK_THROWS_AS(sentence_head_scores(*tutorial.result()), InputError);
+}
+
+TEST_CASE("ui activation patching runs attn patch's sweeps on the playground's model", "[ui][interventions]") {
+  PlaygroundConfig c = defaults_for(ModelKind::transformer);
+  c.d_model = 8, c.num_heads = 2, c.num_layers = 2, c.num_classes = 3;
+  c.patching.label = "1";
+  CHECK(from_hash(to_hash(c)) == c);
+  CHECK(to_hash(c).find("patch.label=1") != std::string::npos);
+  Playground p(c);
+  p.update();
+  const size_t computed = p.compute_count();
+  PlaygroundConfig inputs = c;
+  inputs.patching.corrupted = "나는 오늘 집에 간다";
+  p.set_config(inputs);  // patching inputs recompute nothing
+  p.update();
+  CHECK(p.compute_count() == computed);
+  const Computed& r = *p.result();
+  PatchingSweep sweep;
+  REQUIRE(sweep.start(p.config(), r).empty());
+  CHECK(sweep.running());
+  while (sweep.running()) sweep.pump(1);
+  // The same sweep straight from the engine: the first sentence against the corrupted one, label 1.
+  attn::LoadedModel m;
+  m.classifier = r.model;
+  m.mask = c.mask;
+  m.vocab = r.vocab;
+  const Patching expected = activation_patching(m, m.tokenize({c.sentences[0]}), m.tokenize({"나는 오늘 집에 간다"}),
+                                                label_margin(1), parse_patch_kinds("heads,resid_pre,attn_out,mlp_out"));
+  CHECK(sweep.json()["patches"] == patches_json(expected));
+  CHECK(sweep.json()["clean"]["tokens"] == Json({"나는", "오늘", "학교에", "간다"}));
+  PlaygroundConfig no_label = c;
+  no_label.patching.label.clear();
+  CHECK_THAT(sweep.start(no_label, r), Catch::Contains("the classifier's metric needs --label K"));
+  CHECK_FALSE(sweep.started());
+  Playground tutorial;
+  tutorial.update();
+  CHECK(sweep.start(tutorial.config(), *tutorial.result()) == tr(Str::interventions_tutorial));
 }

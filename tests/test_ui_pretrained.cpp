@@ -7,6 +7,7 @@
 #include "core/base/error.hpp"
 #include "tests/fixtures.hpp"
 #include "ui/model_files.hpp"
+#include "ui/patching.hpp"
 #include "ui/playground.hpp"
 
 using namespace attn;
@@ -167,4 +168,22 @@ TEST_CASE("ui ablates a GPT-2 checkpoint's heads as the engine does, beside the 
   CHECK(r.trace.at("next_token_probs") == expected.at("next_token_probs"));
   CHECK(r.clean_output == clean.result()->trace.at("next_token_probs"));
   CHECK(r.trace.at("logits") != clean.result()->trace.at("logits"));
+}
+
+TEST_CASE("ui activation patching on a GPT-2 checkpoint measures the answer's logit difference", "[ui][interventions]") {
+  PlaygroundConfig c = loaded_config(sort_model_files({dir + "gpt2_tiny"}), {"the cat sat on the mat", "the dog sat on the mat"});
+  c.patching.answer = " the";
+  c.patching.wrong = " cat";
+  Playground p(c);
+  p.update();
+  PatchingSweep sweep;
+  REQUIRE(sweep.start(p.config(), *p.result()).empty());
+  while (sweep.running()) sweep.pump(1);
+  const Json doc = sweep.json();
+  CHECK(doc["metric"]["answer"]["token"] == "·the");
+  CHECK(doc["patches"]["heads"]["recovery"].size() == 2);
+  CHECK(doc["patches"]["resid_pre"]["recovery"][0].size() == 10);
+  CHECK(doc["runs"] == 2 * 4 + 2 * 10 + 2 + 2);
+  c.patching.answer = "hello world";  // two tokens
+  CHECK_THAT(sweep.start(c, *p.result()), Catch::Contains("--answer 'hello world' is 5 tokens"));
 }

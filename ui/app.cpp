@@ -314,6 +314,7 @@ void App::draw() {
   sync_tour();
   refresh_labels();
   sync_training();
+  if (patching_.running()) patching_.pump(train_budget_ms);  // a few patched runs a frame, whatever the tab
   const ImGuiViewport* vp = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(vp->WorkPos);
   ImGui::SetNextWindowSize(vp->WorkSize);
@@ -373,6 +374,7 @@ void App::select_view(const Json& view) {
     else if (key == "layer") set_layer(index(value, key));
     else if (key == "head") head_ = index(value, key);
     else if (key == "model_view" && value.is_boolean()) model_view_ = value.get<bool>();
+    else if (key == "patching" && value.is_boolean()) patching_view_ = value.get<bool>();
     else if (key == "train_item") train_item_ = index(value, key);
     else if (key == "train_layer") train_layer_ = index(value, key);
     else if (key == "train_head") train_head_ = index(value, key);
@@ -380,7 +382,7 @@ void App::select_view(const Json& view) {
     else if (key == "replay") replay_index_ = index(value, key);
     else if (key == "tour") go_to_tour_step(index(value, key));
     else throw InputError("unknown view key '" + key + "' or wrong type (tab, stage, batch, layer, head, model_view, "
-                          "train_item, train_layer, train_head, replay, tour)");
+                          "patching, train_item, train_layer, train_head, replay, tour)");
   }
 }
 
@@ -612,7 +614,7 @@ std::string App::use_model(LoadResult loaded) {
   return "";
 }
 
-bool App::busy() const { return loader_.running() || train_view_.status.running; }
+bool App::busy() const { return loader_.running() || train_view_.status.running || patching_.running(); }
 
 // A read on the loader's thread: its progress bar and Cancel, then its model or its message.
 void App::draw_loading() {
@@ -1022,6 +1024,15 @@ Json cells_json(const std::vector<App::GridCell>& cells) {
 
 }  // namespace
 
+// The patching sweep as attn patch --json gives it, its error, and where its heads heatmap was drawn.
+Json App::patching_json() const {
+  Json doc = patching_.started() ? patching_.json() : Json::object();
+  doc["error"] = patching_error_;
+  const Heatmap& h = patch_maps_[0];
+  doc["heads"] = {{"x", h.x}, {"y", h.y}, {"cell_w", h.cell_w}, {"cell_h", h.cell_h}};
+  return doc;
+}
+
 Json App::view_json() const {
   Json buttons = Json::object();
   for (const ButtonRect& b : train_buttons_) buttons[b.name] = {b.x, b.y, b.w, b.h};
@@ -1059,7 +1070,12 @@ Json App::view_json() const {
             {"unmasked", unmasked_.slice.values}, {"masked", masked_.slice.values},
             {"pad_without", pad_without_}, {"pad_with", pad_with_}}},
           {"model_view", {{"on", model_view_}, {"cells", cells_json(stage_cells_)}}},
-          {"interventions", {{"cells", cells_json(ablation_cells_)}, {"ablated", ablated_text_}, {"effect", effect_lines_}}},
+          {"interventions",
+           {{"view", patching_view_ ? "patching" : "ablation"},
+            {"cells", cells_json(ablation_cells_)},
+            {"ablated", ablated_text_},
+            {"effect", effect_lines_},
+            {"patching", patching_json()}}},
           {"train", train},
           {"layout", {{"boxes", layout_.boxes().size()}, {"problems", layout_.problems()}}}};
 }
@@ -1070,8 +1086,8 @@ Json App::layout_views() const {
     for (const Stage& s : r->trace.stages())
       views.push_back(Json::object({{"tab", "stage"}, {"stage", s.name}, {"model_view", false}}));
   views.push_back(Json::object({{"tab", "stage"}, {"model_view", true}}));
-  for (Tab t : {Tab::masks, Tab::positional_encoding, Tab::interventions, Tab::train})
-    views.push_back(Json::object({{"tab", tab_name(t)}}));
+  for (Tab t : {Tab::masks, Tab::positional_encoding, Tab::train}) views.push_back(Json::object({{"tab", tab_name(t)}}));
+  for (bool patching : {false, true}) views.push_back(Json::object({{"tab", "interventions"}, {"patching", patching}}));
   return views;
 }
 

@@ -14,6 +14,7 @@
 
 #include "ui/layout_check.hpp"
 #include "ui/model_files.hpp"
+#include "ui/patching.hpp"
 #include "ui/playground.hpp"
 #include "ui/training.hpp"
 
@@ -103,7 +104,7 @@ class App {
   void select_stage(const std::string& name) { stage_ = name; }
   // Shows a tab from the next frame on.
   void select_tab(Tab tab) { pending_tab_ = int(tab); }
-  // For automation: any of {"tab", "stage", "batch", "layer", "head", "model_view", "train_item",
+  // For automation: any of {"tab", "stage", "batch", "layer", "head", "model_view", "patching", "train_item",
   // "train_layer", "train_head", "replay", "tour"} (indices clamped when drawn; tour 0 ends the tour);
   // unknown keys and wrong types throw InputError.
   void select_view(const Json& view);
@@ -115,11 +116,17 @@ class App {
   Json layout_views() const;
   // {"tab", "stage", "batch", "head", "layer", "lang", "tour", "missing_glyphs", "layout",
   //  "heatmap": {x, y, cell_w, cell_h, rows, cols, colors, values}, "masks": {"layer", "head", "unmasked", "masked", "pad_without", "pad_with"},
-  //  "model_view": {layers, heads, cells: [{layer, head, x, y, w, h}]}, "interventions": {cells,
-  //  ablated (its text), effect: [line, …]}, "train": {item, layer, head,
+  //  "model_view": {layers, heads, cells: [{layer, head, x, y, w, h}]}, "interventions": {view, cells,
+  //  ablated (its text), effect: [line, …], patching: {attn patch --json's document, done, error, heads:
+  //  {x, y, cell_w, cell_h}}}, "train": {item, layer, head,
   //  replay, buttons: {name: [x, y, w, h]}, heatmap: {x, y, cell_w, rows, cols, values}},
   //  "layout": {"boxes", "problems": [sentence, …]}}
   Json view_json() const;
+
+  // Starts the Interventions tab's activation patching on the current result with the configuration's
+  // inputs (its Run button): "" or why it cannot; the sweep then runs a few milliseconds each frame.
+  std::string start_patching();
+  PatchingSweep& patching() { return patching_; }
 
   // The Train tab's run. Its settings live in the configuration (PlaygroundConfig::training, so the URL
   // hash carries them); configure_training() builds a run from settings and keeps them there, or
@@ -191,6 +198,12 @@ class App {
   void refresh_interventions_cache(const Computed& r);
   void draw_ablation_effect();
   void draw_detectors(float width);
+  void draw_ablation_view(const Computed& r, float width);
+  void draw_patching_view(const Computed& r, float width);
+  void draw_patching_inputs(const Computed& r);
+  void refresh_patching_cache();
+  void draw_patching_results(float width);
+  Json patching_json() const;
   // The Train tab (ui/app_train.cpp).
   void sync_training();
   void draw_train_view(float width);
@@ -263,6 +276,18 @@ class App {
   std::string ablated_text_;
   Tensor detector_scores_[3];
   Heatmap detector_maps_[3];
+  // Its activation patching: the sweep, the text fields' buffers (clean, corrupted, answer, wrong, label),
+  // and the results as [layers, heads], [layers, positions] and [layers, 2] tensors, rebuilt per patched run.
+  bool patching_view_ = false;
+  PatchingSweep patching_;
+  std::string patching_error_;
+  char patch_text_[5][256] = {};
+  uint64_t patch_text_generation_ = 0;
+  ViewKey patch_key_;
+  Tensor patch_tensors_[3];
+  Heatmap patch_maps_[3];
+  std::vector<std::string> block_labels_ = {"attn_out", "mlp_out"};
+  std::string patch_metric_text_;
   // The Train tab: the run, what the UI last copied of it, and its view.
   Training training_;
   ModelLoader loader_;

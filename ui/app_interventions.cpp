@@ -79,12 +79,22 @@ void App::draw_interventions_view(float width) {
     ImGui::TextWrapped("%s", tr(Str::interventions_tutorial));
     return;
   }
-  refresh_interventions_cache(*r);
+  refresh_interventions_cache(*r);  // the layer and head labels both views use
+  int view = patching_view_ ? 1 : 0;
+  ImGui::RadioButton(tr(Str::interventions_ablation), &view, 0);
+  ImGui::SameLine();
+  ImGui::RadioButton(tr(Str::interventions_patching), &view, 1);
+  patching_view_ = view == 1;
+  if (patching_view_) draw_patching_view(*r, width);
+  else draw_ablation_view(*r, width);
+}
+
+void App::draw_ablation_view(const Computed& r, float width) {
   ImGui::TextWrapped("%s", tr(Str::ablation_caption));
-  draw_ablation_controls(*r);
-  const float grid_w = std::min(width * 0.45f, 64.0f * float(r->stages.heads) + 48);
+  draw_ablation_controls(r);
+  const float grid_w = std::min(width * 0.45f, 64.0f * float(r.stages.heads) + 48);
   ImGui::BeginChild("ablation grid", ImVec2(grid_w, 0), false);
-  draw_ablation_grid(*r, ImGui::GetContentRegionAvail());
+  draw_ablation_grid(r, ImGui::GetContentRegionAvail());
   ImGui::EndChild();
   ImGui::SameLine();
   ImGui::BeginChild("ablation effect", ImVec2(0, 0), false);
@@ -209,6 +219,123 @@ void App::draw_detectors(float width) {
     draw_heatmap(map, &layer_labels_, &head_labels_, w, h, id);
     ImGui::EndGroup();
   }
+}
+
+// --- activation patching ---
+
+std::string App::start_patching() {
+  playground_.update();
+  const Computed* r = playground_.result();
+  patching_error_ = r ? patching_.start(playground_.config(), *r) : playground_.error();
+  return patching_error_;
+}
+
+void App::draw_patching_view(const Computed& r, float width) {
+  ImGui::TextWrapped("%s", tr(Str::patching_caption));
+  draw_patching_inputs(r);
+  if (!patching_error_.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, error_color);
+    ImGui::TextWrapped("%s", patching_error_.c_str());
+    ImGui::PopStyleColor();
+  }
+  if (!patching_.started()) return;
+  const PatchingRun& run = patching_.run();
+  if (patching_.running()) {
+    char progress[64];
+    std::snprintf(progress, sizeof progress, tr(Str::patch_progress), run.done(), run.total());
+    ImGui::ProgressBar(float(run.done()) / float(std::max<size_t>(run.total(), 1)), ImVec2(-1, 0), progress);
+  }
+  refresh_patching_cache();
+  ImGui::TextColored(dim_color, "%s", patch_metric_text_.c_str());
+  draw_patching_results(width);
+}
+
+// The text fields edit the configuration's patching inputs (the hash carries them; nothing recomputes).
+void App::draw_patching_inputs(const Computed&) {
+  if (patch_text_generation_ != playground_.config_generation() && !ImGui::IsAnyItemActive()) {
+    const PlaygroundConfig::Patching& p = playground_.config().patching;
+    const std::string* values[] = {&p.clean, &p.corrupted, &p.answer, &p.wrong, &p.label};
+    for (size_t i = 0; i < 5; ++i) std::snprintf(patch_text_[i], sizeof patch_text_[i], "%s", values[i]->c_str());
+    patch_text_generation_ = playground_.config_generation();
+  }
+  const auto& loaded = playground_.config().loaded;
+  const bool gpt2 = playground_.config().model == ModelKind::loaded && loaded && loaded->pretrained &&
+                    loaded->pretrained->model.config.family == ModelFamily::gpt2;
+  const Str labels[] = {Str::patch_clean, Str::patch_corrupted, Str::patch_answer, Str::patch_wrong, Str::patch_label};
+  std::string* fields[] = {&draft_.patching.clean, &draft_.patching.corrupted, &draft_.patching.answer,
+                           &draft_.patching.wrong, &draft_.patching.label};
+  bool changed = false;
+  char hint[64];
+  for (size_t i = 0; i < 5; ++i) {
+    if (i >= 2 && (i < 4) != gpt2) continue;  // GPT-2: answer and wrong; a classifier: its label
+    std::snprintf(hint, sizeof hint, tr(Str::patch_sentence_hint), int(i) + 1);
+    ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x * 0.6f);
+    if (ImGui::InputTextWithHint(tr(labels[i]), i < 2 ? hint : "", patch_text_[i], sizeof patch_text_[i])) {
+      *fields[i] = patch_text_[i];
+      changed = true;
+    }
+  }
+  if (changed) apply(draft_);
+  ImGui::BeginDisabled(patching_.running());
+  if (ImGui::Button(tr(Str::patch_run))) start_patching();
+  ImGui::EndDisabled();
+}
+
+// The sweeps' recovery as heatmaps (cells not yet run are 0), rebuilt after each patched run.
+void App::refresh_patching_cache() {
+  const PatchingRun& run = patching_.run();
+  const ViewKey key{patching_.id(), &run, run.done(), 0};
+  if (patch_key_ == key) return;
+  patch_key_ = key;
+  const Patching& p = run.result();
+  const size_t layers = p.sweeps[0].shape[0];
+  const auto fill = [](Tensor& t, size_t rows, size_t cols, const std::vector<const std::vector<double>*>& columns) {
+    t = Tensor::from_shape({rows, cols});
+    std::fill(t.begin(), t.end(), 0.0f);
+    for (size_t c = 0; c < columns.size(); ++c)  // one source per column, or one row-major source
+      for (size_t i = 0; i < columns[c]->size(); ++i)
+        t.data()[columns.size() == 1 ? i : i * cols + c] = float((*columns[c])[i]);
+  };
+  fill(patch_tensors_[0], layers, p.sweeps[0].shape[1], {&p.sweeps[0].recovery});
+  fill(patch_tensors_[1], layers, p.sweeps[1].shape[1], {&p.sweeps[1].recovery});
+  fill(patch_tensors_[2], layers, 2, {&p.sweeps[2].recovery, &p.sweeps[3].recovery});
+  const Json& about = patching_.metric_about();
+  patch_metric_text_ = about["kind"] == "label_margin"
+                           ? format(Str::patch_metric_label, about["label"].get<int>(), p.clean_metric, p.corrupted_metric)
+                           : format(Str::patch_metric_tokens, about["answer"]["token"].get<std::string>().c_str(),
+                                    about["wrong"]["token"].get<std::string>().c_str(), p.clean_metric, p.corrupted_metric);
+}
+
+void App::draw_patching_results(float width) {
+  const float gap = ImGui::GetStyle().ItemSpacing.x;
+  const float h = ImGui::GetContentRegionAvail().y - ImGui::GetTextLineHeightWithSpacing() - 8;
+  const float w_blocks = std::max(180.0f, std::floor(width * 0.2f));
+  const float w_heads = std::floor((width - w_blocks - 2 * gap) * 0.38f);
+  const float widths[] = {w_heads, width - w_blocks - w_heads - 2 * gap, w_blocks};
+  const Str titles[] = {Str::patch_heads, Str::patch_resid, Str::patch_blocks};
+  const std::vector<std::string>* cols[] = {&head_labels_, &patching_.clean_tokens(), &block_labels_};
+  for (size_t k = 0; k < 3; ++k) {
+    Heatmap& map = patch_maps_[k];
+    refresh(map, {patching_.id(), &patch_tensors_[k], patch_key_.i0, 0}, patch_tensors_[k], ColorMap::diverging);
+    if (k) ImGui::SameLine();
+    ImGui::BeginGroup();
+    fitted_title(tr(titles[k]), widths[k], "patching");
+    char id[24];
+    std::snprintf(id, sizeof id, "patching %zu", k);
+    draw_heatmap(map, &layer_labels_, cols[k], widths[k], h, id);
+    ImGui::EndGroup();
+  }
+  // A click on a head's cell opens that head's attention in the Stage tab.
+  const Heatmap& heads = patch_maps_[0];
+  const ImVec2 mouse = ImGui::GetMousePos();
+  if (!ImGui::IsMouseClicked(ImGuiMouseButton_Left) || heads.cell_w <= 0 || mouse.x < heads.x || mouse.y < heads.y) return;
+  const size_t col = size_t((mouse.x - heads.x) / heads.cell_w), row = size_t((mouse.y - heads.y) / heads.cell_h);
+  if (row >= heads.slice.rows || col >= heads.slice.cols) return;
+  set_layer(int(row));
+  head_ = int(col);
+  stage_ = weights_stage_name(*playground_.result(), row);
+  model_view_ = false;
+  select_tab(Tab::stage);
 }
 
 }  // namespace attn::ui

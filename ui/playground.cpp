@@ -42,7 +42,7 @@ bool PlaygroundConfig::operator==(const PlaygroundConfig& o) const {
          max_len == o.max_len && mask == o.mask && num_heads == o.num_heads && num_layers == o.num_layers &&
          d_ff == o.d_ff && num_classes == o.num_classes && dropout == o.dropout && train == o.train &&
          norm_first == o.norm_first && loaded == o.loaded && training == o.training && lang == o.lang &&
-         tour == o.tour && ablation == o.ablation;
+         tour == o.tour && ablation == o.ablation && patching == o.patching;
 }
 
 PlaygroundConfig defaults_for(ModelKind kind, const PlaygroundConfig& keep) {
@@ -55,6 +55,7 @@ PlaygroundConfig defaults_for(ModelKind kind, const PlaygroundConfig& keep) {
   c.lang = keep.lang;
   c.tour = keep.tour;
   c.ablation = keep.ablation;
+  c.patching = keep.patching;
   if (kind != ModelKind::tutorial) {
     const TransformerConfig t;
     c.d_model = t.d_model;
@@ -202,6 +203,8 @@ int parse_tour_step(const std::string& value) {
   return int(step);
 }
 
+constexpr const char* patching_keys[] = {"patch.clean", "patch.corrupted", "patch.answer", "patch.wrong", "patch.label"};
+
 // A loaded model's sizes come from its config file: setting them would describe another model.
 void check_not_fixed(const PlaygroundConfig& c, const std::string& key) {
   static const char* const fixed[] = {"d_model", "max_len", "num_heads", "num_layers", "d_ff", "num_classes",
@@ -209,6 +212,14 @@ void check_not_fixed(const PlaygroundConfig& c, const std::string& key) {
   if (c.model != ModelKind::loaded) return;
   for (const char* k : fixed)
     if (key == k) throw InputError("'" + key + "' is set by the loaded model's config");
+}
+
+// The patching setting "patch.KEY" names, or null.
+std::string* patching_field(PlaygroundConfig::Patching& p, const std::string& key) {
+  std::string* const fields[] = {&p.clean, &p.corrupted, &p.answer, &p.wrong, &p.label};
+  for (size_t i = 0; i < std::size(patching_keys); ++i)
+    if (key == patching_keys[i]) return fields[i];
+  return nullptr;
 }
 
 // One setting by name, from its text form (the URL hash) — shared with apply_settings.
@@ -230,6 +241,7 @@ void set_field(PlaygroundConfig& c, const std::string& key, const std::string& v
   else if (key == "ablate") c.ablation.heads = value.empty() ? std::vector<HeadIndex>() : parse_head_list(value, key);
   else if (key == "ablate_mlp") c.ablation.mlps = value.empty() ? std::vector<size_t>() : parse_layer_list(value, key);
   else if (key == "ablation") c.ablation.kind = parse_ablation_kind(value);
+  else if (std::string* field = patching_field(c.patching, key)) *field = value;
   else throw InputError("unknown setting '" + key + "'");
 }
 
@@ -270,6 +282,9 @@ std::string to_hash(const PlaygroundConfig& c) {
   if (!c.ablation.heads.empty()) add("ablate", head_list_text(c.ablation.heads));
   if (!c.ablation.mlps.empty()) add("ablate_mlp", layer_list_text(c.ablation.mlps));
   if (c.ablation.kind != AblationKind::zero) add("ablation", ablation_kind_name(c.ablation.kind));
+  PlaygroundConfig::Patching patching = c.patching;
+  for (const char* key : patching_keys)
+    if (const std::string* value = patching_field(patching, key); !value->empty()) add(key, *value);
   if (!c.lang.empty()) add("lang", c.lang);
   if (c.tour) add("tour", std::to_string(c.tour));
   std::string out;
@@ -347,6 +362,8 @@ Json settings_json(const PlaygroundConfig& c) {
             {"mask", mask_kind_name(c.mask)}, {"train", c.train}, {"lang", c.lang}, {"tour", c.tour},
             {"ablate", head_list_text(c.ablation.heads)}, {"ablate_mlp", layer_list_text(c.ablation.mlps)},
             {"ablation", ablation_kind_name(c.ablation.kind)}};
+  PlaygroundConfig::Patching patching = c.patching;
+  for (const char* key : patching_keys) j[key] = *patching_field(patching, key);
   if (c.model == ModelKind::loaded) return j;  // its sizes are the file's, not settings (apply_settings refuses them)
   j.update({{"d_model", c.d_model}, {"max_len", c.max_len}, {"num_heads", c.num_heads}, {"num_layers", c.num_layers},
             {"d_ff", c.d_ff}, {"num_classes", c.num_classes}, {"dropout", c.dropout}, {"norm_first", c.norm_first}});
@@ -652,9 +669,10 @@ Json Computed::json() const {
 
 void Playground::set_config(const PlaygroundConfig& config) {
   if (config == config_) return;
-  PlaygroundConfig computed = config;  // the language and the tour step change no number
+  PlaygroundConfig computed = config;  // the language, the tour step and patching inputs change no number
   computed.lang = config_.lang;
   computed.tour = config_.tour;
+  computed.patching = config_.patching;
   if (computed != config_) dirty_ = true;
   config_ = config;
   ++config_generation_;

@@ -44,6 +44,15 @@ struct PlaygroundConfig {
   // Heads and feed-forward blocks ablated (core/model/interventions.hpp), checked against the model when
   // computed: the Interventions view's clicks; in the hash as ablate=0.1,1.3&ablate_mlp=0&ablation=mean.
   Ablation ablation;
+  // The Interventions tab's activation patching (attn patch's inputs and metric; a change recomputes
+  // nothing: the sweep runs when asked). In the hash as patch.clean=…&patch.corrupted=…&patch.answer=…
+  // &patch.wrong=… (GPT-2) or patch.label=K (a classifier).
+  struct Patching {
+    std::string clean, corrupted, answer, wrong, label;
+    bool operator==(const Patching& o) const {
+      return clean == o.clean && corrupted == o.corrupted && answer == o.answer && wrong == o.wrong && label == o.label;
+    }
+  } patching;
   // The Train tab's settings (ui/training.hpp: attn train's options as JSON keys); {} = the tab's
   // defaults. In the hash as train.KEY=VALUE, except "data" (a file).
   Json training = Json::object();
@@ -78,7 +87,8 @@ std::string percent_decode(const std::string& text);  // throws InputError on a 
 
 // Applies a JSON object of settings ({sentences, seed, d_model, num_heads, num_layers, d_ff, max_len,
 // num_classes, mask, dropout, train, norm_first, model, lang, tour, ablate, ablate_mlp, ablation}) on top
-// of `base` (ablate "L.H,…", ablate_mlp "L,…", ablation "zero"|"mean"); `model` first (it resets the
+// of `base` (ablate "L.H,…", ablate_mlp "L,…", ablation "zero"|"mean"; and the patching's
+// "patch.clean", "patch.corrupted", "patch.answer", "patch.wrong", "patch.label", strings); `model` first (it resets the
 // sizes to that model's defaults). Unknown keys and wrong types throw InputError.
 PlaygroundConfig apply_settings(const PlaygroundConfig& base, const Json& settings);
 Json settings_json(const PlaygroundConfig& config);  // the same keys, all of them

@@ -172,6 +172,25 @@
       if (out.error) throw new Error(out.error);
       return out.detectors;
     },
+    // await patch({clean, corrupted, answer, wrong, label}): activation patching from the clean into the
+    // corrupted sentence (empty: the first two sentences) with GPT-2's logit difference (answer, wrong: one
+    // token each) or a classifier's label margin, as the Interventions tab's Run button; the inputs join
+    // the settings (patch.*). Runs in slices, yielding to the page, and resolves with `attn patch --json`'s
+    // document ({model, clean, corrupted, metric, runs, layers_run, layers_full, patches}).
+    async patch(settings) {
+      const s = {};
+      for (const k of ['clean', 'corrupted', 'answer', 'wrong', 'label']) {
+        if (settings && settings[k] != null) s['patch.' + k] = String(settings[k]);
+      }
+      this.set(s);
+      let out = JSON.parse(call('attnlab_patch_start', 'string', [], []));
+      while (!out.error && !out.patches) {
+        await pause();
+        out = JSON.parse(call('attnlab_patch_steps', 'string', ['number'], [20]));
+      }
+      if (out.error) throw new Error(out.error);
+      return out;
+    },
     // {settings, hash, lang (the UI's language), error, status, loaded_model, compute_ms, compute_count,
     //  frames, last_frame_ms, frame_allocations, view: {tab, stage, tour, lang, …}, training}
     state() { return JSON.parse(call('attnlab_state', 'string', [], [])); },

@@ -227,6 +227,24 @@ EMSCRIPTEN_KEEPALIVE const char* attnlab_detect_heads() {
   }
 }
 
+// Starts the Interventions tab's activation patching with the configuration's patch.* settings:
+// {"done", "runs"} or {"error"}.
+EMSCRIPTEN_KEEPALIVE const char* attnlab_patch_start() {
+  const std::string error = state->app->start_patching();
+  if (!error.empty()) return hand_to_js(attn::Json{{"error", error}}.dump());
+  const attn::PatchingRun& run = state->app->patching().run();
+  return hand_to_js(attn::Json{{"done", run.done()}, {"runs", run.total()}}.dump());
+}
+
+// Runs the sweep for about `budget_ms`: {"done", "runs"} while it runs, then attn patch --json's document.
+EMSCRIPTEN_KEEPALIVE const char* attnlab_patch_steps(double budget_ms) {
+  attn::ui::PatchingSweep& p = state->app->patching();
+  if (!p.started()) return hand_to_js(attn::Json{{"error", "no patching started"}}.dump());
+  if (p.running()) p.pump(budget_ms);
+  if (!p.running()) return hand_to_js(p.json().dump());
+  return hand_to_js(attn::Json{{"done", p.run().done()}, {"runs", p.run().total()}}.dump());
+}
+
 EMSCRIPTEN_KEEPALIVE const char* attnlab_training_log() {
   return hand_to_js(attn::Json(state->app->training().log()).dump());
 }

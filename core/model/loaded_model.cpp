@@ -93,7 +93,7 @@ Trace LoadedModel::forward(const ModelInput& in, const Hooks* hooks, const Layer
 LoadedModel load_model(const ModelOptions& o, const std::vector<std::string>& sentences) {
   LoadedModel m;
   if (const auto files = pretrained_files(o)) {
-    m.pretrained = load_pretrained_files(*files);
+    m.pretrained = std::make_shared<const Pretrained>(load_pretrained_files(*files));
     return m;
   }
   m.mask = parse_mask_kind(o.mask);
@@ -106,7 +106,7 @@ LoadedModel load_model(const ModelOptions& o, const std::vector<std::string>& se
     throw InputError("the classifier's vocabulary size is unknown: give --vocab, --vocab-size or a --config "
                      "with vocab_size");
   TorchGenerator gen(parse_seed(o.seed.empty() ? "0" : o.seed));
-  m.classifier = build_model(o, std::move(config), m.vocab.size(), gen);
+  m.classifier = std::make_shared<const TransformerModel>(build_model(o, std::move(config), m.vocab.size(), gen));
   return m;
 }
 

@@ -2,6 +2,7 @@
 // vocabulary and mask) or a BERT / GPT-2 checkpoint (with its tokenizer), loaded from the model options
 // every front end shares, turning sentences or ids into a batch and running it with hooks.
 #pragma once
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,11 +20,11 @@ struct ModelInput {
   std::vector<std::vector<std::string>> tokens;  // readable labels
 };
 
-struct LoadedModel {
-  std::optional<TransformerModel> classifier;
+struct LoadedModel {  // shared, not copied: the playground lends its models
+  std::shared_ptr<const TransformerModel> classifier;
   MaskKind mask = MaskKind::padding;
   Vocab vocab;  // the classifier's
-  std::optional<Pretrained> pretrained;
+  std::shared_ptr<const Pretrained> pretrained;
 
   ModelStages stages() const;
   std::string description() const;  // "GPT-2: 2 layers, 4 heads of 8", for reports

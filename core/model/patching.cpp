@@ -12,58 +12,82 @@ namespace {
 
 constexpr PatchKind all_kinds[] = {PatchKind::heads, PatchKind::resid_pre, PatchKind::attn_out, PatchKind::mlp_out};
 
-// Rows [row_begin, row_end) (positions) and columns [col_begin, col_end) of every item: the part of a
-// [B, S, W] stage a patch copies from the clean run.
-struct Box {
-  size_t row_begin, row_end, col_begin, col_end;
-};
-
-void copy_box(const Tensor& from, Tensor& to, const Box& box) {
-  const size_t B = to.shape(0), S = to.shape(1), W = to.shape(2);
-  for (size_t b = 0; b < B; ++b)
-    for (size_t s = box.row_begin; s < box.row_end; ++s)
-      std::copy(from.data() + (b * S + s) * W + box.col_begin, from.data() + (b * S + s) * W + box.col_end,
-                to.data() + (b * S + s) * W + box.col_begin);
-}
-
-// One patched run: `stage` of layer `layer`, `box` of it from the clean run.
-struct Patch {
-  size_t layer;
-  std::string stage;
-  Box box;
-};
-
-// The patches of one kind, row-major over the sweep's axes.
-std::vector<Patch> patches(PatchKind kind, const ModelStages& m, const std::vector<std::string>& resid, size_t seq,
-                           size_t width, PatchSweep& sweep) {
-  std::vector<Patch> out;
-  const Box all{0, seq, 0, width};
-  sweep.kind = kind;
-  sweep.axes = {"layer"};
-  sweep.shape = {m.layers};
-  for (size_t layer = 0; layer < m.layers; ++layer) switch (kind) {
-      case PatchKind::heads:
-        for (size_t h = 0; h < m.heads; ++h)
-          out.push_back({layer, head_output_stage(m, layer), {0, seq, h * m.head_dim, (h + 1) * m.head_dim}});
-        break;
-      case PatchKind::resid_pre:
-        for (size_t s = 0; s < seq; ++s) out.push_back({layer, resid[layer], {s, s + 1, 0, width}});
-        break;
-      case PatchKind::attn_out: out.push_back({layer, attention_output_stage(m, layer), all}); break;
-      case PatchKind::mlp_out: out.push_back({layer, mlp_output_stage(m, layer), all}); break;
-    }
-  if (kind == PatchKind::heads) sweep.axes.push_back("head"), sweep.shape.push_back(m.heads);
-  if (kind == PatchKind::resid_pre) sweep.axes.push_back("position"), sweep.shape.push_back(seq);
-  return out;
-}
-
 double checked_metric(const PatchMetric& metric, const Trace& trace, const char* run) {
   const double value = metric(trace);
   if (!std::isfinite(value)) throw InputError(std::string("the metric of the ") + run + " run is not finite");
   return value;
 }
 
+struct Answer {
+  int64_t id = -1;
+  std::string token;
+};
+
+// --answer TEXT or --answer-id N (likewise --wrong): one token of the language model's vocabulary.
+Answer answer_token(const LoadedModel& m, const std::string& flag, const std::string& text, const std::string& id) {
+  if (text.empty() == id.empty()) throw InputError("give one of " + flag + " TEXT and " + flag + "-id N");
+  if (!id.empty()) {
+    const size_t n = parse_size(flag + "-id", id, 0);
+    if (n >= m.vocab_size())
+      throw InputError(flag + "-id " + id + " is outside the vocabulary (" + std::to_string(m.vocab_size()) + " ids)");
+    return {int64_t(n), m.token(int64_t(n))};
+  }
+  const ModelInput in = m.tokenize({text});
+  if (in.lengths[0] != 1) {
+    std::string tokens;
+    for (size_t i = 0; i < in.lengths[0]; ++i) tokens += (i ? ", '" : "'") + in.tokens[0][i] + "'";
+    throw InputError(flag + " '" + text + "' is " + std::to_string(in.lengths[0]) + " tokens (" + tokens +
+                     "); the metric needs one (GPT-2's words usually start with a space: ' Paris')");
+  }
+  return {in.ids[0], in.tokens[0][0]};
+}
+
+Json sweep_json(const PatchSweep& s) {
+  Json recovery = Json::array(), metric = Json::array();
+  const size_t columns = s.shape.size() > 1 ? s.shape[1] : 0;
+  if (columns == 0) return {{"axes", s.axes}, {"recovery", s.recovery}, {"metric", s.metric}};
+  for (size_t layer = 0; layer < s.shape[0]; ++layer) {
+    recovery.push_back(std::vector<double>(s.recovery.begin() + layer * columns, s.recovery.begin() + (layer + 1) * columns));
+    metric.push_back(std::vector<double>(s.metric.begin() + layer * columns, s.metric.begin() + (layer + 1) * columns));
+  }
+  return {{"axes", s.axes}, {"recovery", recovery}, {"metric", metric}};
+}
+
 }  // namespace
+
+PatchMetricChoice patch_metric(const LoadedModel& m, const ModelInput& clean, const PatchMetricOptions& o) {
+  const bool lm_flags = !o.answer.empty() || !o.answer_id.empty() || !o.wrong.empty() || !o.wrong_id.empty();
+  if (m.pretrained && m.pretrained->model.config.family == ModelFamily::bert)
+    throw InputError("attn patch measures GPT-2's logits or a classifier's; BERT's base model has no output head");
+  if (m.classifier) {
+    if (lm_flags) throw InputError("--answer and --wrong measure a language model; a classifier's metric is --label K");
+    if (o.label.empty()) throw InputError("the classifier's metric needs --label K (the class whose margin is measured)");
+    const size_t classes = m.classifier->config.num_classes;
+    if (!m.classifier->config.classifier_head || classes < 2)
+      throw InputError("--label needs a classifier head with at least 2 classes");
+    const size_t label = parse_size("--label", o.label, 0);
+    if (label >= classes)
+      throw InputError("--label " + o.label + " is out of range (the classifier has " + std::to_string(classes) +
+                       " classes)");
+    return {label_margin(int64_t(label)), {{"kind", "label_margin"}, {"label", label}},
+            "logit of class " + o.label + " minus the best other class's"};
+  }
+  if (!o.label.empty()) throw InputError("--label is a classifier's metric; a language model's is --answer and --wrong");
+  const Answer answer = answer_token(m, "--answer", o.answer, o.answer_id);
+  const Answer wrong = answer_token(m, "--wrong", o.wrong, o.wrong_id);
+  if (answer.id == wrong.id) throw InputError("--answer and --wrong are the same token ('" + answer.token + "')");
+  const size_t last = clean.lengths[0] - 1;
+  return {logit_difference(last, answer.id, wrong.id),
+          {{"kind", "logit_difference"}, {"position", last},
+           {"answer", {{"id", answer.id}, {"token", answer.token}}}, {"wrong", {{"id", wrong.id}, {"token", wrong.token}}}},
+          "logit('" + answer.token + "') - logit('" + wrong.token + "') at the last position"};
+}
+
+Json patches_json(const Patching& p) {
+  Json out = Json::object();
+  for (const PatchSweep& s : p.sweeps) out[patch_kind_name(s.kind)] = sweep_json(s);
+  return out;
+}
 
 std::string patch_kind_name(PatchKind kind) {
   switch (kind) {
@@ -101,46 +125,72 @@ PatchMetric label_margin(int64_t label) {
   };
 }
 
-Patching activation_patching(const LoadedModel& model, const ModelInput& clean, const ModelInput& corrupted,
-                             const PatchMetric& metric, const std::vector<PatchKind>& kinds, const PatchOptions& o) {
-  if (clean.batch != 1 || corrupted.batch != 1) throw InputError("patching takes one clean and one corrupted input");
-  if (clean.lengths[0] != corrupted.lengths[0])
-    throw InputError("the clean input has " + std::to_string(clean.lengths[0]) + " tokens and the corrupted one " +
-                     std::to_string(corrupted.lengths[0]) + ": patching needs the same token count");
-  const ModelStages m = model.stages();
+PatchingRun::PatchingRun(const LoadedModel& model, ModelInput clean, ModelInput corrupted, PatchMetric metric,
+                         const std::vector<PatchKind>& kinds, bool resume)
+    : model_(model), clean_(std::move(clean)), corrupted_(std::move(corrupted)), metric_(std::move(metric)),
+      resume_(resume) {
+  if (clean_.batch != 1 || corrupted_.batch != 1) throw InputError("patching takes one clean and one corrupted input");
+  if (clean_.lengths[0] != corrupted_.lengths[0])
+    throw InputError("the clean input has " + std::to_string(clean_.lengths[0]) + " tokens and the corrupted one " +
+                     std::to_string(corrupted_.lengths[0]) + ": patching needs the same token count");
+  const ModelStages m = model_.stages();
   if (m.layers == 0) throw InputError("this model has no layers to patch");
-  const Trace clean_run = model.forward(clean), corrupted_run = model.forward(corrupted);
-  Patching p;
-  p.clean_metric = checked_metric(metric, clean_run, "clean");
-  p.corrupted_metric = checked_metric(metric, corrupted_run, "corrupted");
-  const double span = p.clean_metric - p.corrupted_metric;
-  if (span == 0)
-    throw InputError("the clean and corrupted runs give the same metric (" + std::to_string(p.clean_metric) +
+  clean_run_ = model_.forward(clean_);
+  corrupted_run_ = model_.forward(corrupted_);
+  result_.clean_metric = checked_metric(metric_, clean_run_, "clean");
+  result_.corrupted_metric = checked_metric(metric_, corrupted_run_, "corrupted");
+  if (result_.clean_metric == result_.corrupted_metric)
+    throw InputError("the clean and corrupted runs give the same metric (" + std::to_string(result_.clean_metric) +
                      "): there is nothing for a patch to recover");
-  const std::vector<std::string> resid = residual_stream_stages(m);
-  const size_t seq = clean.seq, width = m.heads * m.head_dim;
-  std::vector<std::vector<Patch>> plan;
+  resid_ = residual_stream_stages(m);
+  const size_t seq = clean_.seq, width = m.heads * m.head_dim, dk = m.head_dim;
   for (PatchKind kind : kinds) {
-    p.sweeps.emplace_back();
-    plan.push_back(patches(kind, m, resid, seq, width, p.sweeps.back()));
-    p.runs += plan.back().size();
+    PatchSweep s{kind, {"layer"}, {m.layers}, {}, {}};
+    const size_t k = result_.sweeps.size();
+    for (size_t layer = 0; layer < m.layers; ++layer) switch (kind) {
+        case PatchKind::heads:
+          for (size_t h = 0; h < m.heads; ++h) plan_.push_back({k, {layer, head_output_stage(m, layer), 0, seq, h * dk, (h + 1) * dk}});
+          break;
+        case PatchKind::resid_pre:
+          for (size_t p = 0; p < seq; ++p) plan_.push_back({k, {layer, resid_[layer], p, p + 1, 0, width}});
+          break;
+        case PatchKind::attn_out: plan_.push_back({k, {layer, attention_output_stage(m, layer), 0, seq, 0, width}}); break;
+        case PatchKind::mlp_out: plan_.push_back({k, {layer, mlp_output_stage(m, layer), 0, seq, 0, width}}); break;
+      }
+    if (kind == PatchKind::heads) s.axes.push_back("head"), s.shape.push_back(m.heads);
+    if (kind == PatchKind::resid_pre) s.axes.push_back("position"), s.shape.push_back(seq);
+    result_.sweeps.push_back(std::move(s));
   }
-  size_t done = 0;
-  for (size_t k = 0; k < plan.size(); ++k)
-    for (const Patch& patch : plan[k]) {
-      const Tensor& from = clean_run.at(patch.stage);
-      Hooks hooks;
-      hooks.add(patch.stage, [&from, box = patch.box](Tensor& value) { copy_box(from, value, box); });
-      const LayerStart start{patch.layer, corrupted_run.at(resid[patch.layer])};
-      const Trace run = model.forward(corrupted, &hooks, o.resume ? &start : nullptr);
-      const double value = checked_metric(metric, run, "patched");
-      p.sweeps[k].metric.push_back(value);
-      p.sweeps[k].recovery.push_back((value - p.corrupted_metric) / span);
-      p.layers_run += o.resume ? m.layers - patch.layer : m.layers;
-      p.layers_full += m.layers;
-      if (o.progress && !o.progress(++done, p.runs)) throw InputError("patching stopped");
-    }
-  return p;
+  result_.runs = plan_.size();
+}
+
+void PatchingRun::step() {
+  if (finished()) return;
+  const auto& [k, patch] = plan_[done_++];
+  const Tensor& from = clean_run_.at(patch.stage);
+  Hooks hooks;
+  hooks.add(patch.stage, [&from, &patch = patch](Tensor& value) {  // [B, S, W]: the patch's rows and columns
+    const size_t S = value.shape(1), W = value.shape(2);
+    for (size_t b = 0; b < value.shape(0); ++b)
+      for (size_t s = patch.row_begin; s < patch.row_end; ++s)
+        std::copy(from.data() + (b * S + s) * W + patch.col_begin, from.data() + (b * S + s) * W + patch.col_end,
+                  value.data() + (b * S + s) * W + patch.col_begin);
+  });
+  const LayerStart start{patch.layer, corrupted_run_.at(resid_[patch.layer])};
+  const double value = checked_metric(metric_, model_.forward(corrupted_, &hooks, resume_ ? &start : nullptr), "patched");
+  PatchSweep& sweep = result_.sweeps[k];
+  sweep.metric.push_back(value);
+  sweep.recovery.push_back((value - result_.corrupted_metric) / (result_.clean_metric - result_.corrupted_metric));
+  const size_t layers = model_.stages().layers;
+  result_.layers_run += resume_ ? layers - patch.layer : layers;
+  result_.layers_full += layers;
+}
+
+Patching activation_patching(const LoadedModel& model, const ModelInput& clean, const ModelInput& corrupted,
+                             const PatchMetric& metric, const std::vector<PatchKind>& kinds, bool resume) {
+  PatchingRun run(model, clean, corrupted, metric, kinds, resume);
+  while (!run.finished()) run.step();
+  return run.result();
 }
 
 }  // namespace attn

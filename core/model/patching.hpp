@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/base/json.hpp"
 #include "core/model/loaded_model.hpp"
 
 namespace attn {
@@ -29,6 +30,20 @@ PatchMetric logit_difference(size_t position, int64_t answer, int64_t wrong);
 // A classifier's margin for `label`: its logit minus the best of the other classes' (first item).
 PatchMetric label_margin(int64_t label);
 
+// The metric as attn patch's options give it (text, as typed): GPT-2's --answer/--answer-id and
+// --wrong/--wrong-id (each one token), a classifier's --label.
+struct PatchMetricOptions {
+  std::string answer, answer_id, wrong, wrong_id, label;
+};
+struct PatchMetricChoice {
+  PatchMetric function;
+  Json about;        // {"kind": "logit_difference", "position", "answer": {id, token}, "wrong"} | {"kind": "label_margin", "label"}
+  std::string text;  // what it measures, in words
+};
+// The metric `options` give on `model` (at the clean input's last position); InputError for options of
+// the other kind of model, an answer that is not one token, a label out of range, BERT (no output head).
+PatchMetricChoice patch_metric(const LoadedModel& model, const ModelInput& clean, const PatchMetricOptions& options);
+
 struct PatchSweep {
   PatchKind kind = PatchKind::heads;
   std::vector<std::string> axes;  // "layer", then "head" or "position" where there is a second axis
@@ -45,16 +60,47 @@ struct Patching {
   size_t layers_full = 0;   // the layers full passes would have computed
 };
 
-struct PatchOptions {
-  bool resume = true;  // false: every patched run from the embeddings (to measure what resuming saves)
-  // Called after each patched run with (done, total); returning false stops the sweep (InputError).
-  std::function<bool(size_t, size_t)> progress;
+// A sweep run one patched run at a time, so that a UI can spread it over frames and show its progress.
+// `model` must outlive it. The constructor runs the clean and corrupted inputs; it throws InputError
+// when they have different token counts (naming both) or give the same metric.
+class PatchingRun {
+ public:
+  PatchingRun(const LoadedModel& model, ModelInput clean, ModelInput corrupted, PatchMetric metric,
+              const std::vector<PatchKind>& kinds, bool resume = true);
+  size_t done() const { return done_; }
+  size_t total() const { return result_.runs; }
+  bool finished() const { return done_ == result_.runs; }
+  // The next patched run (nothing once finished).
+  void step();
+  // The sweeps so far: each one's values fill in as its runs are done.
+  const Patching& result() const { return result_; }
+  const ModelInput& clean() const { return clean_; }
+  const ModelInput& corrupted() const { return corrupted_; }
+
+ private:
+  struct Patch {  // one patched run: `stage` of layer `layer`, rows and columns [begin, end) from the clean run
+    size_t layer;
+    std::string stage;
+    size_t row_begin, row_end, col_begin, col_end;
+  };
+  const LoadedModel& model_;
+  ModelInput clean_, corrupted_;
+  PatchMetric metric_;
+  bool resume_;
+  Trace clean_run_, corrupted_run_;
+  std::vector<std::string> resid_;
+  std::vector<std::pair<size_t, Patch>> plan_;  // (sweep, patch) in run order
+  size_t done_ = 0;
+  Patching result_;
 };
 
-// `clean` and `corrupted` hold one item each, of the same token count (else InputError naming both);
-// the clean and corrupted metrics must differ.
+// The sweeps as attn patch --json's "patches": {KIND: {"axes", "recovery", "metric"}}, one-axis
+// sweeps as flat lists.
+Json patches_json(const Patching& patching);
+
+// The whole sweep at once; `resume` false reruns every patch from the embeddings (to measure what
+// resuming saves).
 Patching activation_patching(const LoadedModel& model, const ModelInput& clean, const ModelInput& corrupted,
-                             const PatchMetric& metric, const std::vector<PatchKind>& kinds,
-                             const PatchOptions& options = {});
+                             const PatchMetric& metric, const std::vector<PatchKind>& kinds, bool resume = true);
 
 }  // namespace attn

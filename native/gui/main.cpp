@@ -158,7 +158,7 @@ int usage(const char* problem) {
   std::fprintf(stderr,
                "%s\nusage: attn-gui [--hash SETTINGS] [--stage NAME] [--tab TAB] [--weights W.safetensors [--config C.json] "
                "[--vocab V.json] | --model-dir DIR] [--backend exact|cpu|gl|cuda|auto] [--size WxH] "
-               "[--screenshot FILE.png --frames N [--check-idle] [--trace FILE.json]] [--train-steps N] [--view JSON] "
+               "[--screenshot FILE.png --frames N [--check-idle] [--trace FILE.json]] [--train-steps N] [--patch] [--view JSON] "
                "[--check-layout] [--lang en|ko]\n",
                problem);
   return 2;
@@ -175,7 +175,7 @@ attn::ui::Lang locale_language() {
 
 int main(int argc, char** argv) {
   std::string hash, stage, screenshot, trace, tab, view, model_dir, lang, backend = "exact";
-  bool check_idle = false, check_layout_views = false;
+  bool check_idle = false, check_layout_views = false, patch = false;
   attn::ui::ModelFiles model_files;
   int frames = 3, width = 1280, height = 800, train_steps = 0;
   for (int i = 1; i < argc; ++i) {
@@ -188,6 +188,7 @@ int main(int argc, char** argv) {
     else if (arg == "--backend") backend = value();
     else if (arg == "--lang") lang = value();
     else if (arg == "--check-idle") check_idle = true;
+    else if (arg == "--patch") patch = true;
     else if (arg == "--check-layout") check_layout_views = true;
     else if (arg == "--screenshot") screenshot = value();
     else if (arg == "--trace") trace = value();
@@ -275,6 +276,14 @@ int main(int argc, char** argv) {
           status = 2;
         }
       }
+    }
+    if (patch || check_layout_views) {  // the Interventions tab's patching, as its Run button starts it
+      const std::string error = app.start_patching();
+      if (!error.empty() && patch) {
+        std::fprintf(stderr, "attn-gui: cannot patch: %s\n", error.c_str());
+        status = 2;
+      }
+      while (app.patching().running()) render_frame(window, app, playground);
     }
     if (check_layout_views && !train_steps) train_steps = 20;  // the Train tab shows its curves and heads
     if (train_steps) {

@@ -104,6 +104,17 @@ function cliTrainingLog(args) {
   return records;
 }
 
+// `attn patch --json` on the same seeded classifier (its vocabulary from the page, written to a file).
+function cliPatch(args, vocab) {
+  const cli = process.env.ATTN_CLI || path.join(__dirname, '..', '..', 'build', 'native', 'attn');
+  if (!fs.existsSync(cli)) return null;
+  const file = path.join(require('os').tmpdir(), `attn_browser_vocab_${process.pid}.json`);
+  fs.writeFileSync(file, JSON.stringify(vocab));
+  const out = require('child_process').execFileSync(cli, ['patch', ...args, '--vocab', file, '--json']);
+  fs.rmSync(file);
+  return JSON.parse(out);
+}
+
 // Clicks one of the Train tab's buttons where the UI drew it.
 async function clickTrainButton(page, name) {
   await frames(page, 2);
@@ -278,6 +289,20 @@ async function checkInterventions(page) {
         'attnlab.detectHeads: three kinds of [2 layers][4 heads] scores in [0, 1]');
   await checkIdle(page, 'Interventions tab');
   if (outDir) fs.writeFileSync(path.join(outDir, 'playground_interventions.png'), await page.screenshot());
+  // Activation patching: attnlab.patch equals attn patch on the same model, every sweep, bit for bit.
+  const patched = await page.evaluate(async () => {
+    const out = await attnlab.patch({ corrupted: '나는 오늘 집에 간다', label: 1 });
+    return { out, vocab: attnlab.trace().vocab, hash: attnlab.state().hash };
+  });
+  const cli = cliPatch(['--d-model', '16', '--num-heads', '4', '--num-layers', '2', '--seed', '2', '--mask', 'causal',
+                        '--clean', '나는 오늘 학교에 간다', '--corrupted', '나는 오늘 집에 간다', '--label', '1'], patched.vocab);
+  check(patched.hash.includes('patch.label=1') && patched.out.runs === 2 * 4 + 2 * 4 + 4 &&
+        (!cli || JSON.stringify(cli.patches) === JSON.stringify(patched.out.patches)),
+        `attnlab.patch: ${patched.out.runs} patched runs${cli ? ', every recovery equal to attn patch\'s' : ''}; ` +
+        'the inputs in the hash');
+  await page.evaluate(() => attnlab.selectView({ tab: 'interventions', patching: true }));
+  await checkIdle(page, 'Interventions tab, patching');
+  if (outDir) fs.writeFileSync(path.join(outDir, 'playground_patching.png'), await page.screenshot());
 }
 
 // The trained model in the Stage tab (the Train tab's "Show in Stage tab", then the model view): the

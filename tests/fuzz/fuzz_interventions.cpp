@@ -28,7 +28,7 @@ const attn::LoadedModel& loaded_classifier() {
     attn::TorchGenerator gen(0);
     attn::LoadedModel m;
     m.mask = attn::MaskKind::causal;
-    m.classifier = attn::init_transformer(c, gen);
+    m.classifier = std::make_shared<const attn::TransformerModel>(attn::init_transformer(c, gen));
     return m;
   }();
   return model;
