@@ -993,25 +993,33 @@ void App::draw_number_table(const Heatmap& h, const std::vector<std::string>* ro
 }
 
 // The file names and bytes are built only when a button is pressed.
-void App::export_buttons(const Heatmap& h, const char* name, const Tensor& value, PrintDtype dtype) {
+void App::export_buttons(const Heatmap& h, const char* name, const Tensor& value, PrintDtype dtype, bool menu) {
+  if (menu) {
+    if (ImGui::SmallButton(tr(Str::export_menu))) ImGui::OpenPopup("export");
+    if (!ImGui::BeginPopup("export")) return;
+  }
+  const auto item = [&](Str label, bool first) {
+    if (menu) return ImGui::MenuItem(tr(label));
+    if (!first) ImGui::SameLine();
+    return ImGui::Button(tr(label));
+  };
   try {
-    if (ImGui::Button(tr(Str::export_png))) {
+    if (item(Str::export_png, true)) {
       std::string base = name;
       for (size_t k : h.slice.leading) base += "_" + std::to_string(k);
       const size_t cell = std::max<size_t>(1, std::min<size_t>(32, 512 / std::max(h.slice.rows, h.slice.cols)));
       status_ = platform_.save_file(base + ".png", png_bytes(h.pixels, h.slice.cols, h.slice.rows, cell), "image/png");
     }
-    ImGui::SameLine();
-    if (ImGui::Button(tr(Str::export_json))) {
+    if (item(Str::export_json, false)) {
       const std::string text = stage_json_text(Stage{name, value, dtype});
       status_ = platform_.save_file(std::string(name) + ".json", std::vector<uint8_t>(text.begin(), text.end()), "application/json");
     }
-    ImGui::SameLine();
-    if (ImGui::Button(tr(Str::export_npy)))
+    if (item(Str::export_npy, false))
       status_ = platform_.save_file(std::string(name) + ".npy", stage_npy_bytes(value), "application/octet-stream");
   } catch (const std::exception& e) {
     status_ = format(Str::status_export_failed, e.what());
   }
+  if (menu) ImGui::EndPopup();
 }
 
 namespace {

@@ -180,7 +180,8 @@ class App {
   void fitted_title(const char* text, float max_w, const char* owner);
   void draw_number_table(const Heatmap& h, const std::vector<std::string>* row_labels,
                          const std::vector<std::string>* col_labels);
-  void export_buttons(const Heatmap& h, const char* name, const Tensor& value, PrintDtype dtype);
+  // PNG, JSON and .npy of a heatmap's tensor: three buttons, or (menu) one small button opening them.
+  void export_buttons(const Heatmap& h, const char* name, const Tensor& value, PrintDtype dtype, bool menu = false);
   const Stage* find_stage(const std::string& name) const;
   void apply(const PlaygroundConfig& config) { playground_.set_config(config); }
   void refresh_labels();

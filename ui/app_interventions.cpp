@@ -205,7 +205,9 @@ void App::draw_detectors(float width) {
   if (detector_scores_[0].dimension() != 2) return;
   ImGui::SeparatorText(tr(Str::detectors_title));
   const float gap = ImGui::GetStyle().ItemSpacing.x;
-  const float w = std::floor((width - 2 * gap) / 3.0f), h = ImGui::GetContentRegionAvail().y - 8;
+  const float w = std::floor((width - 2 * gap) / 3.0f);
+  const float h = ImGui::GetContentRegionAvail().y - 2 * ImGui::GetTextLineHeightWithSpacing() - 8;
+  static const char* const names[] = {"detector_previous_token", "detector_duplicate_token", "detector_induction"};
   for (size_t k = 0; k < 3; ++k) {
     Heatmap& map = detector_maps_[k];
     // Scores lie in [0, 1]: one fixed range for all three, so that they compare.
@@ -217,6 +219,9 @@ void App::draw_detectors(float width) {
     char id[24];
     std::snprintf(id, sizeof id, "detector %zu", k);
     draw_heatmap(map, &layer_labels_, &head_labels_, w, h, id);
+    ImGui::PushID(id);
+    export_buttons(map, names[k], detector_scores_[k], PrintDtype::float32, true);
+    ImGui::PopID();
     ImGui::EndGroup();
   }
 }
@@ -308,7 +313,8 @@ void App::refresh_patching_cache() {
 
 void App::draw_patching_results(float width) {
   const float gap = ImGui::GetStyle().ItemSpacing.x;
-  const float h = ImGui::GetContentRegionAvail().y - ImGui::GetTextLineHeightWithSpacing() - 8;
+  const float h = ImGui::GetContentRegionAvail().y - 2 * ImGui::GetTextLineHeightWithSpacing() - 8;
+  static const char* const names[] = {"patching_heads", "patching_resid_pre", "patching_attn_mlp_out"};
   const float w_blocks = std::max(180.0f, std::floor(width * 0.2f));
   const float w_heads = std::floor((width - w_blocks - 2 * gap) * 0.38f);
   const float widths[] = {w_heads, width - w_blocks - w_heads - 2 * gap, w_blocks};
@@ -323,6 +329,9 @@ void App::draw_patching_results(float width) {
     char id[24];
     std::snprintf(id, sizeof id, "patching %zu", k);
     draw_heatmap(map, &layer_labels_, cols[k], widths[k], h, id);
+    ImGui::PushID(id);
+    export_buttons(map, names[k], patch_tensors_[k], PrintDtype::float32, true);
+    ImGui::PopID();
     ImGui::EndGroup();
   }
   // A click on a head's cell opens that head's attention in the Stage tab.
