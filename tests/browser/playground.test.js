@@ -246,7 +246,8 @@ async function checkTraining(page) {
 // second click restores it to the same bits; attnlab.ablate and attnlab.detectHeads as documented.
 async function checkInterventions(page) {
   await page.evaluate(() => {
-    attnlab.set({ model: 'transformer', d_model: 16, num_heads: 4, num_layers: 2, seed: 2, mask: 'causal' });
+    attnlab.set({ model: 'transformer', d_model: 16, num_heads: 4, num_layers: 2, seed: 2, mask: 'causal',
+                  sentences: ['나는 오늘 학교에 간다', '나는 오늘 도서관에 간다', '오늘 나는 학교에서 공부한다', '나는 집에 간다'] });
     attnlab.selectView({ tab: 'interventions' });
   });
   await frames(page, 3);
@@ -284,9 +285,9 @@ async function checkInterventions(page) {
   const scores = api.detectors.induction.scores;
   check(api.s.ablate === '0.1,1.3' && api.s.ablate_mlp === '0' && api.s.ablation === 'mean' && api.after === '',
         `attnlab.ablate sets ${api.s.ablate} / mlp ${api.s.ablate_mlp} / ${api.s.ablation}, ablate([]) restores`);
-  check(Object.keys(api.detectors).join() === 'duplicate_token,induction,previous_token' && scores.length === 2 &&
-        scores.every((row) => row.length === 4 && row.every((v) => v >= 0 && v <= 1)),
-        'attnlab.detectHeads: three kinds of [2 layers][4 heads] scores in [0, 1]');
+  check(Object.keys(api.detectors).sort().join() === 'duplicate_token,induction,previous_token' && scores.length === 2 &&
+        scores.every((row) => row.length === 4 && row.every((v) => v >= 0 && v <= 1 + 1e-6)),
+        'attnlab.detectHeads: three kinds of [2 layers][4 heads] scores in [0, 1]: ' + JSON.stringify(api.detectors));
   await checkIdle(page, 'Interventions tab');
   if (outDir) fs.writeFileSync(path.join(outDir, 'playground_interventions.png'), await page.screenshot());
   // Activation patching: attnlab.patch equals attn patch on the same model, every sweep, bit for bit.
