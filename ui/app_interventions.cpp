@@ -244,11 +244,11 @@ void App::draw_patching_view(const Computed& r, float width) {
     ImGui::PopStyleColor();
   }
   if (!patching_.started()) return;
-  const PatchingRun& run = patching_.run();
   if (patching_.running()) {
     char progress[64];
-    std::snprintf(progress, sizeof progress, tr(Str::patch_progress), run.done(), run.total());
-    ImGui::ProgressBar(float(run.done()) / float(std::max<size_t>(run.total(), 1)), ImVec2(-1, 0), progress);
+    const size_t done = patching_.done(), total = patching_.total();
+    std::snprintf(progress, sizeof progress, tr(Str::patch_progress), done, total);
+    ImGui::ProgressBar(float(done) / float(std::max<size_t>(total, 1)), ImVec2(-1, 0), progress);
   }
   refresh_patching_cache();
   ImGui::TextColored(dim_color, "%s", patch_metric_text_.c_str());
@@ -288,11 +288,10 @@ void App::draw_patching_inputs(const Computed&) {
 
 // The sweeps' recovery as heatmaps (cells not yet run are 0), rebuilt after each patched run.
 void App::refresh_patching_cache() {
-  const PatchingRun& run = patching_.run();
-  const ViewKey key{patching_.id(), &run, run.done(), 0};
+  const ViewKey key{patching_.id(), &patching_, patching_.done(), 0};
   if (patch_key_ == key) return;
   patch_key_ = key;
-  const Patching& p = run.result();
+  const Patching p = patching_.result();
   const size_t layers = p.sweeps[0].shape[0];
   const auto fill = [](Tensor& t, size_t rows, size_t cols, const std::vector<const std::vector<double>*>& columns) {
     t = Tensor::from_shape({rows, cols});

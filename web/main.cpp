@@ -232,17 +232,18 @@ EMSCRIPTEN_KEEPALIVE const char* attnlab_detect_heads() {
 EMSCRIPTEN_KEEPALIVE const char* attnlab_patch_start() {
   const std::string error = state->app->start_patching();
   if (!error.empty()) return hand_to_js(attn::Json{{"error", error}}.dump());
-  const attn::PatchingRun& run = state->app->patching().run();
-  return hand_to_js(attn::Json{{"done", run.done()}, {"runs", run.total()}}.dump());
+  const attn::ui::PatchingSweep& p = state->app->patching();
+  return hand_to_js(attn::Json{{"done", p.done()}, {"runs", p.total()}}.dump());
 }
 
-// Runs the sweep for about `budget_ms`: {"done", "runs"} while it runs, then attn patch --json's document.
+// Runs the sweep for about `budget_ms` (with a worker thread it runs there): {"done", "runs"} while it
+// runs, then attn patch --json's document.
 EMSCRIPTEN_KEEPALIVE const char* attnlab_patch_steps(double budget_ms) {
   attn::ui::PatchingSweep& p = state->app->patching();
   if (!p.started()) return hand_to_js(attn::Json{{"error", "no patching started"}}.dump());
-  if (p.running()) p.pump(budget_ms);
+  p.pump(budget_ms);
   if (!p.running()) return hand_to_js(p.json().dump());
-  return hand_to_js(attn::Json{{"done", p.run().done()}, {"runs", p.run().total()}}.dump());
+  return hand_to_js(attn::Json{{"done", p.done()}, {"runs", p.total()}}.dump());
 }
 
 EMSCRIPTEN_KEEPALIVE const char* attnlab_training_log() {
