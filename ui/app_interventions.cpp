@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <type_traits>
 
+#include "core/kernels/kernels.hpp"
 #include "ui/app.hpp"
 #include "ui/app_head_grid.hpp"
 #include "ui/strings.hpp"
@@ -22,51 +22,40 @@ void toggle(std::vector<T>& list, const T& item) {
   const auto at = std::find(list.begin(), list.end(), item);
   if (at != list.end()) return void(list.erase(at));
   list.push_back(item);
-  std::sort(list.begin(), list.end(), [](const T& a, const T& b) {
-    if constexpr (std::is_same_v<T, HeadIndex>) return a.layer != b.layer ? a.layer < b.layer : a.head < b.head;
-    else return a < b;
-  });
+  std::sort(list.begin(), list.end());
 }
 
 bool ablated(const Ablation& a, size_t layer, size_t head) {
   return std::find(a.heads.begin(), a.heads.end(), HeadIndex{layer, head}) != a.heads.end();
 }
 
-// softmax of a row of logits, in double.
-std::vector<double> softmax(const float* logits, size_t n) {
-  const double top = *std::max_element(logits, logits + n);
-  std::vector<double> p(n);
-  double sum = 0;
-  for (size_t i = 0; i < n; ++i) sum += p[i] = std::exp(double(logits[i]) - top);
-  for (double& v : p) v /= sum;
-  return p;
+// Class probabilities of logits [B, C] (softmax_rows, as the model's own outputs are computed).
+Tensor class_probabilities(Tensor logits) {
+  softmax_rows(logits.data(), logits.shape(0), logits.shape(1));
+  return logits;
 }
 
 // A classifier's prediction before and after, per item: "item 1: class 2 (61.0%) -> class 0 (40.2%)".
 std::vector<std::string> class_effect(const Tensor& clean, const Tensor& ablated) {
   std::vector<std::string> lines;
-  const size_t B = clean.shape(0), C = clean.shape(1);
-  for (size_t b = 0; b < B; ++b) {
-    const std::vector<double> p = softmax(clean.data() + b * C, C), q = softmax(ablated.data() + b * C, C);
-    const size_t i = size_t(std::max_element(p.begin(), p.end()) - p.begin());
-    const size_t j = size_t(std::max_element(q.begin(), q.end()) - q.begin());
-    lines.push_back(format(Str::effect_class, b + 1, i, 100 * p[i], j, 100 * q[j]));
+  const Tensor p = class_probabilities(clean), q = class_probabilities(ablated);
+  const size_t C = p.shape(1);
+  for (size_t b = 0; b < p.shape(0); ++b) {
+    const float* pb = p.data() + b * C;
+    const float* qb = q.data() + b * C;
+    const size_t i = size_t(std::max_element(pb, pb + C) - pb), j = size_t(std::max_element(qb, qb + C) - qb);
+    lines.push_back(format(Str::effect_class, b + 1, i, 100.0 * pb[i], j, 100.0 * qb[j]));
   }
   return lines;
 }
 
-// GPT-2's five likeliest next tokens after item `b` with the ablation, each with its clean probability.
-std::vector<std::string> token_effect(const Pretrained& p, const Tensor& clean, const Tensor& ablated, size_t b) {
-  const size_t V = clean.shape(1);
-  const float* q = ablated.data() + b * V;
-  std::vector<size_t> order(V);
-  for (size_t i = 0; i < V; ++i) order[i] = i;
-  const size_t k = std::min<size_t>(5, V);
-  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](size_t x, size_t y) { return q[x] > q[y]; });
+// GPT-2's five likeliest next tokens after item `b` of the ablated run, each with its clean probability
+// (`clean`: the clean run's next_token_probs [B, V]).
+std::vector<std::string> token_effect(const Pretrained& p, const Computed& r, const Tensor& clean, size_t b) {
   std::vector<std::string> lines = {format(Str::effect_next_after, b + 1)};
-  for (size_t i = 0; i < k; ++i)
-    lines.push_back(format(Str::effect_token, 100.0 * q[order[i]], 100.0 * clean.data()[b * V + order[i]],
-                              token_label(p, int64_t(order[i])).c_str()));
+  for (const NextToken& t : next_tokens(p, r.trace, r.pretrained_input, b, 5, 1.0))
+    lines.push_back(format(Str::effect_token, 100.0 * t.probability, 100.0 * clean.data()[b * clean.shape(1) + size_t(t.id)],
+                           t.token.c_str()));
   return lines;
 }
 
@@ -175,9 +164,8 @@ void App::refresh_interventions_cache(const Computed& r) {
   if (checkpoint && checkpoint->model.config.family == ModelFamily::bert) {
     effect_lines_ = {tr(Str::effect_no_head)};
   } else if (r.clean_output.dimension() == 2) {
-    const Tensor& now = r.trace.at(checkpoint ? "next_token_probs" : "logits");
-    effect_lines_ = checkpoint ? token_effect(*checkpoint, r.clean_output, now, std::min(size_t(batch_), r.tokens.size() - 1))
-                               : class_effect(r.clean_output, now);
+    effect_lines_ = checkpoint ? token_effect(*checkpoint, r, r.clean_output, std::min(size_t(batch_), r.tokens.size() - 1))
+                               : class_effect(r.clean_output, r.trace.at("logits"));
   }
   layer_labels_.clear();
   head_labels_.clear();

@@ -214,12 +214,13 @@ void check_not_fixed(const PlaygroundConfig& c, const std::string& key) {
     if (key == k) throw InputError("'" + key + "' is set by the loaded model's config");
 }
 
-// The patching setting "patch.KEY" names, or null.
-std::string* patching_field(PlaygroundConfig::Patching& p, const std::string& key) {
-  std::string* const fields[] = {&p.clean, &p.corrupted, &p.answer, &p.wrong, &p.label};
+// The patching setting "patch.KEY" names, or null (P: the settings, const or not).
+template <class P>
+auto* patching_field(P& p, const std::string& key) {
+  decltype(&p.clean) const fields[] = {&p.clean, &p.corrupted, &p.answer, &p.wrong, &p.label};
   for (size_t i = 0; i < std::size(patching_keys); ++i)
     if (key == patching_keys[i]) return fields[i];
-  return nullptr;
+  return decltype(&p.clean)(nullptr);
 }
 
 // One setting by name, from its text form (the URL hash) — shared with apply_settings.
@@ -282,9 +283,8 @@ std::string to_hash(const PlaygroundConfig& c) {
   if (!c.ablation.heads.empty()) add("ablate", head_list_text(c.ablation.heads));
   if (!c.ablation.mlps.empty()) add("ablate_mlp", layer_list_text(c.ablation.mlps));
   if (c.ablation.kind != AblationKind::zero) add("ablation", ablation_kind_name(c.ablation.kind));
-  PlaygroundConfig::Patching patching = c.patching;
   for (const char* key : patching_keys)
-    if (const std::string* value = patching_field(patching, key); !value->empty()) add(key, *value);
+    if (const std::string* value = patching_field(c.patching, key); !value->empty()) add(key, *value);
   if (!c.lang.empty()) add("lang", c.lang);
   if (c.tour) add("tour", std::to_string(c.tour));
   std::string out;
@@ -362,8 +362,7 @@ Json settings_json(const PlaygroundConfig& c) {
             {"mask", mask_kind_name(c.mask)}, {"train", c.train}, {"lang", c.lang}, {"tour", c.tour},
             {"ablate", head_list_text(c.ablation.heads)}, {"ablate_mlp", layer_list_text(c.ablation.mlps)},
             {"ablation", ablation_kind_name(c.ablation.kind)}};
-  PlaygroundConfig::Patching patching = c.patching;
-  for (const char* key : patching_keys) j[key] = *patching_field(patching, key);
+  for (const char* key : patching_keys) j[key] = *patching_field(c.patching, key);
   if (c.model == ModelKind::loaded) return j;  // its sizes are the file's, not settings (apply_settings refuses them)
   j.update({{"d_model", c.d_model}, {"max_len", c.max_len}, {"num_heads", c.num_heads}, {"num_layers", c.num_layers},
             {"d_ff", c.d_ff}, {"num_classes", c.num_classes}, {"dropout", c.dropout}, {"norm_first", c.norm_first}});
@@ -515,6 +514,7 @@ void compute_transformer(const PlaygroundConfig& c, const Computed* previous, co
     out.after_init = gen;
   }
   const TransformerConfig& t = out.model->config;
+  out.stages = model_stages(t);
   if (path.backend && c.train) {
     out.path_note = {Str::path_train_mode, path.backend->name()};
   } else if (path.backend && !c.ablation.empty()) {
@@ -539,10 +539,9 @@ void compute_transformer(const PlaygroundConfig& c, const Computed* previous, co
       TorchGenerator dropout = gen;
       return classify(*out.model, batch.ids, batch.batch, batch.seq, c.mask, c.train ? &dropout : nullptr, hooks);
     };
-    out.trace = ablated(c.ablation, model_stages(t), batch.lengths, run, t.classifier_head ? "logits" : nullptr,
+    out.trace = ablated(c.ablation, out.stages, batch.lengths, run, t.classifier_head ? "logits" : nullptr,
                         out.clean_output);
   }
-  out.stages = model_stages(t);
   out.parameter_count = parameter_count(*out.model);
   out.header = transformer_header(out, vocab, batch, c.train);
   out.pe_table = pe_table(t.max_len, t.d_model, previous);

@@ -34,6 +34,7 @@ std::vector<std::pair<std::string, std::string>> stage_aliases(const ModelStages
 struct HeadIndex {
   size_t layer = 0, head = 0;
   bool operator==(const HeadIndex& o) const { return layer == o.layer && head == o.head; }
+  bool operator<(const HeadIndex& o) const { return layer != o.layer ? layer < o.layer : head < o.head; }
 };
 // "L.H[,L.H…]", each in range for `model`; else InputError naming the item.
 std::vector<HeadIndex> parse_heads(const std::string& text, const ModelStages& model);

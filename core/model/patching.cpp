@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "core/base/error.hpp"
 #include "core/base/parse.hpp"
@@ -176,8 +177,9 @@ void PatchingRun::step() {
         std::copy(from.data() + (b * S + s) * W + patch.col_begin, from.data() + (b * S + s) * W + patch.col_end,
                   value.data() + (b * S + s) * W + patch.col_begin);
   });
-  const LayerStart start{patch.layer, corrupted_run_.at(resid_[patch.layer])};
-  const double value = checked_metric(metric_, model_.forward(corrupted_, &hooks, resume_ ? &start : nullptr), "patched");
+  std::optional<LayerStart> start;  // the corrupted run's stream entering the patched layer
+  if (resume_) start = LayerStart{patch.layer, corrupted_run_.at(resid_[patch.layer])};
+  const double value = checked_metric(metric_, model_.forward(corrupted_, &hooks, start ? &*start : nullptr), "patched");
   PatchSweep& sweep = result_.sweeps[k];
   sweep.metric.push_back(value);
   sweep.recovery.push_back((value - result_.corrupted_metric) / (result_.clean_metric - result_.corrupted_metric));
