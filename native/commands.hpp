@@ -12,6 +12,7 @@ namespace attn::cli {
 
 struct TutorialOptions {
   std::string seed = "0", d_model = "6", max_len = "100", mask = "padding", part = "1";
+  std::string ablate, ablation = "zero";  // its single head (core/model/interventions.hpp)
   SentenceOptions sentences;
   bool json = false;
 };

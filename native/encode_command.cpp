@@ -131,20 +131,6 @@ Trace ablated_run(const Ablation& a, const ModelStages& stages, const std::vecto
   return forward(&hooks);
 }
 
-Json ablation_json(const Ablation& a) {
-  Json heads = Json::array();
-  for (const HeadIndex& h : a.heads) heads.push_back({h.layer, h.head});
-  return {{"heads", heads}, {"mlps", a.mlps}, {"kind", ablation_kind_name(a.kind)}};
-}
-
-std::string ablation_text(const Ablation& a) {
-  if (a.empty()) return "";
-  std::string out = "ablated (" + std::string(ablation_kind_name(a.kind)) + "):";
-  for (const HeadIndex& h : a.heads) out += " head " + std::to_string(h.layer) + "." + std::to_string(h.head);
-  for (size_t l : a.mlps) out += " mlp " + std::to_string(l);
-  return out + "\n";
-}
-
 // --- the logit lens ---
 
 // A flat [stage, item, position, width] vector as nested arrays.

@@ -1,4 +1,5 @@
 #include "core/base/error.hpp"
+#include "core/model/interventions.hpp"
 #include "core/model/tutorial.hpp"
 #include "core/model/walkthrough.hpp"
 #include "core/model/walkthrough2.hpp"
@@ -19,7 +20,7 @@ TutorialConfig tutorial_config(const TutorialOptions& o) {
 
 // The second tutorial's script fixes its own sizes and inputs: only --seed (and --json) apply.
 void run_part2(const TutorialOptions& o, const CLI::App& cmd) {
-  for (const char* flag : {"--d-model", "--max-len", "--sentence", "--sentences-file", "--mask"})
+  for (const char* flag : {"--d-model", "--max-len", "--sentence", "--sentences-file", "--mask", "--ablate", "--ablation"})
     if (cmd.count(flag) > 0)
       throw InputError(std::string(flag) + " applies to the first tutorial only; --part 2 runs the second "
                                            "tutorial's script as written (only --seed and --json apply)");
@@ -27,11 +28,33 @@ void run_part2(const TutorialOptions& o, const CLI::App& cmd) {
   print(o.json ? tutorial2_json(seed).dump() + "\n" : tutorial2_walkthrough(seed));
 }
 
+Ablation ablation_of(const TutorialOptions& o, const TutorialConfig& c) {
+  Ablation a;
+  a.kind = parse_ablation_kind(o.ablation);
+  if (!o.ablate.empty()) a.heads = parse_heads(o.ablate, model_stages(c));
+  if (a.empty() && o.ablation != "zero") throw InputError("--ablation applies to --ablate: name the head (0.0)");
+  return a;
+}
+
+// The run with its head ablated: zeros, or its output's mean over the real tokens of a clean run of the
+// same sentences (another text would build another vocabulary, and so draw other parameters).
+TutorialRun ablated_run(const TutorialConfig& c, const Ablation& a) {
+  if (a.empty()) return run_tutorial(c);
+  const TutorialRun clean = run_tutorial(c);
+  const Hooks hooks = ablation_hooks(model_stages(c), a, &clean.trace, clean.batch.lengths);
+  return run_tutorial(c, &hooks);
+}
+
 void run(const TutorialOptions& o, const CLI::App& cmd) {
   if (o.part == "2") return run_part2(o, cmd);
   if (o.part != "1") throw InputError("--part expects 1 or 2 (the first or second tutorial), got '" + o.part + "'");
-  const TutorialRun result = run_tutorial(tutorial_config(o));
-  print(o.json ? tutorial_json(result).dump() + "\n" : tutorial_walkthrough(result));
+  const TutorialConfig config = tutorial_config(o);
+  const Ablation ablation = ablation_of(o, config);
+  const TutorialRun result = ablated_run(config, ablation);
+  if (!o.json) return print(ablation_text(ablation) + tutorial_walkthrough(result));
+  Json doc = tutorial_json(result);
+  if (!ablation.empty()) doc["ablation"] = ablation_json(ablation);
+  print(doc.dump() + "\n");
 }
 
 }  // namespace
@@ -46,6 +69,10 @@ void add_tutorial_command(CLI::App& app, TutorialOptions& o) {
   cmd->add_option("--mask", o.mask, "none | padding | causal | padding+causal (part 1)")->capture_default_str();
   cmd->add_option("--part", o.part, "1: the first tutorial (attention on sentences); 2: the second "
                                     "(multi-head attention, encoder, classifier, nn.TransformerEncoder)")
+      ->capture_default_str();
+  cmd->add_option("--ablate", o.ablate, "0.0: ablate the single head (its output, the last stage; part 1)");
+  cmd->add_option("--ablation", o.ablation, "zero | mean: what replaces the ablated output (mean: its average over "
+                                            "the real tokens of the sentences)")
       ->capture_default_str();
   cmd->add_flag("--json", o.json, "print the trace as one JSON document instead of the walkthrough");
   cmd->callback([&o, cmd] { run(o, *cmd); });

@@ -115,6 +115,12 @@ attn_cli_case(ablation_mean_data_unknown 2 "--mean-data '.*korean.txt': sentence
               ${abl} --sentence "나는 간다" --ablate 0.1 --ablation mean --mean-data "${CMAKE_CURRENT_SOURCE_DIR}/data/korean.txt")
 attn_cli_case(ablate_backend 2 "--ablate runs on the exact path" ${abl} --ablate 0.1 --backend cpu)
 attn_cli_case(ablate_train 2 "--ablate runs the model in evaluation mode: drop --train" ${abl} --ablate 0.1 --train)
+attn_cli_case(tutorial_ablate_text 0 "ablated \\(mean\\): head 0.0\n=+\n1. INPUT" tutorial --ablate 0.0 --ablation mean)
+attn_cli_case(tutorial_ablate_head 2 "--ablate 0.1: head 1 is out of range \\(layer 0 has 1 head\\)" tutorial --ablate 0.1)
+attn_cli_case(tutorial_ablate_layer 2 "--ablate: layer 1 is out of range \\(the model has 1 layer, 0 to 0\\)" tutorial --ablate 1.0)
+attn_cli_case(tutorial_ablation_alone 2 "--ablation applies to --ablate" tutorial --ablation mean)
+attn_cli_case(tutorial_ablation_kind 2 "--ablation expects zero or mean, got 'one'" tutorial --ablate 0.0 --ablation one)
+attn_cli_case(tutorial_ablate_part2 2 "--ablate applies to the first tutorial only" tutorial --part 2 --ablate 0.0)
 attn_cli_case(ablate_gpt2_text 0 "ablated \\(mean\\): head 1.3 mlp 0\n"
               encode --model-dir "${pre}/gpt2_tiny" --sentence "the dog sat" --ablate 1.3 --ablate-mlp 0 --ablation mean)
 

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""`attn encode --ablate / --ablate-mlp` against the same ablation done in PyTorch (Debian's
-python3-torch 1.13), on every family: the tutorial's classifier (post-norm and pre-norm), BERT and
-GPT-2 (the tiny checkpoints of tests/fixtures/pretrained). The PyTorch side uses the modules of
+"""`attn encode --ablate / --ablate-mlp` (and `attn tutorial --ablate`) against the same ablation done in
+PyTorch (Debian's python3-torch 1.13), on every family: the first tutorial's single head (its script,
+tests/torchgen/tutorial1.py), the second tutorial's classifier (post-norm and pre-norm), BERT and GPT-2
+(the tiny checkpoints of tests/fixtures/pretrained). The PyTorch side uses the modules of
 tests/torchgen with TransformerLens's definitions as forward hooks: a head's z (its columns of the
 attention output, before the output projection) replaced by a forward pre-hook on that projection, an
 MLP's output by a forward hook on the block. Mean ablation: the mean over the real tokens (padding
@@ -10,7 +11,9 @@ attn's trace is compared with PyTorch's (the ablated stage after the same replac
 <= 1e-4 * max(1, max |value|).
     /usr/bin/python3 tests/intervention_check.py path/to/attn
 """
+import contextlib
 import importlib.util
+import io
 import json
 import pathlib
 import subprocess
@@ -33,6 +36,7 @@ def load(path, name):  # by path: PyTorch ships a package named torchgen
 
 T = load(HERE / "torchgen" / "transformer.py", "fixture_transformer")
 P = load(HERE / "torchgen" / "pretrained.py", "fixture_pretrained")
+TUTORIAL = load(HERE / "torchgen" / "tutorial1.py", "fixture_tutorial1")
 read_safetensors = load(HERE / "train_check.py", "train_check").read_safetensors
 failures = []
 worst = {}
@@ -44,10 +48,10 @@ def check(ok, what):
         failures.append(what)
 
 
-def attn_json(attn, args):
-    r = subprocess.run([attn, "encode", "--json", *args], capture_output=True, timeout=300)
+def attn_json(attn, args, command="encode"):
+    r = subprocess.run([attn, command, "--json", *args], capture_output=True, timeout=300)
     if r.returncode != 0:
-        raise SystemExit(f"attn encode {' '.join(args)} failed: {r.stderr.decode()}")
+        raise SystemExit(f"attn {command} {' '.join(args)} failed: {r.stderr.decode()}")
     return json.loads(r.stdout)
 
 
@@ -139,6 +143,22 @@ def flags(heads, mlps, kind):
     if mlps:
         out += ["--ablate-mlp", ",".join(map(str, mlps))]
     return out
+
+
+# ------------------------------------------------------------------ the first tutorial's single head
+
+def tutorial_case(attn, name, sentences, seed, d_model, mask, kind):
+    """Its z is its output, the last stage: the ablation replaces it and nothing follows."""
+    args = ["--seed", seed, "--d-model", str(d_model), "--mask", mask, "--ablate", "0.0", "--ablation", kind]
+    ours = attn_json(attn, [*args, *[a for s in sentences for a in ("--sentence", s)]], "tutorial")
+    with contextlib.redirect_stdout(io.StringIO()):  # the script prints as it goes
+        _, tokens, stages = TUTORIAL.run(sentences, seed, d_model, 100, mask)
+    theirs = dict(stages)
+    z_name = lambda l: "attention_output"
+    ablation = Ablation([(0, 0)], [], kind, d_model)
+    if kind == "mean":
+        take_means(ablation, theirs, z_name, None, real_lengths(tokens))
+    compare(name, ours, theirs, ablation, z_name, None)
 
 
 # ------------------------------------------------------------------ the tutorial's classifier
@@ -257,6 +277,11 @@ def main(attn):
         post = ["--num-layers", "2", "--d-model", "16", "--num-heads", "4", "--seed", "3"]
         pre = ["--num-layers", "2", "--d-model", "12", "--num-heads", "3", "--seed", "4", "--norm-first",
                "--activation", "gelu"]
+        korean = ["나는 오늘 학교에 간다", "나는 오늘 도서관에 간다", "오늘 나는 학교에서 공부한다", "나는 집에 간다"]
+        tutorial_case(attn, "first tutorial zero", korean, "0", 6, "padding", "zero")
+        tutorial_case(attn, "first tutorial mean", korean, "0", 6, "padding", "mean")
+        tutorial_case(attn, "first tutorial mean, causal", ["the cat sat on the mat", "a dog", "x y z"], "42", 8,
+                      "padding+causal", "mean")
         classifier_case(attn, tmp, "classifier zero heads", post, "padding", [(0, 1), (1, 3)], [], "zero")
         classifier_case(attn, tmp, "classifier mean heads", post, "padding", [(0, 0), (1, 2)], [], "mean")
         classifier_case(attn, tmp, "classifier zero mlp", post, "padding", [], [0], "zero")

@@ -184,6 +184,45 @@ TEST_CASE("mean ablation takes the mean over the real tokens of the clean run", 
   }
 }
 
+TEST_CASE("the first tutorial's single head takes hooks like the other families", "[interventions]") {
+  TutorialConfig c;
+  const ModelStages stages = model_stages(c);
+  CHECK(resolve_stage_name(stages, "blocks.0.attn.hook_z") == "attention_output");
+  CHECK(resolve_stage_name(stages, "blocks.0.hook_resid_pre") == "embedded");
+  const TutorialRun clean = run_tutorial(c);
+  for (const auto& [tl, ours] : stage_aliases(stages)) {
+    INFO(tl);
+    CHECK_NOTHROW(clean.trace.at(ours));
+  }
+  CHECK_THAT(error_of([&] { parse_layers("0", stages, "--ablate-mlp"); }), Catch::Contains("no feed-forward block"));
+  // A replaced pattern: the output is the pattern times V, every earlier stage as the clean run's.
+  Hooks uniform;
+  uniform.add("attention_weights", [](Tensor& w) { std::fill(w.begin(), w.end(), 0.25f); });
+  const TutorialRun u = run_tutorial(c, &uniform);
+  const Tensor& v = u.trace.at("value");  // [4, 4, 6]: four sentences of four tokens
+  for (size_t i = 0; i < 6; ++i)
+    CHECK(u.trace.at("attention_output")(1, 2, i) == Approx((v(1, 0, i) + v(1, 1, i) + v(1, 2, i) + v(1, 3, i)) * 0.25f));
+  CHECK(same(u.trace.at("masked_scores"), clean.trace.at("masked_scores")));
+  // A hook on the query changes the scores after it; one on the kernel's inner steps is refused.
+  Hooks query;
+  query.add("blocks.0.attn.hook_q", [](Tensor& q) { q.data()[0] += 1.0f; });
+  Hooks resolved;
+  resolved.add(resolve_stage_name(stages, "blocks.0.attn.hook_q"), [](Tensor& q) { q.data()[0] += 1.0f; });
+  CHECK_THAT(error_of([&] { run_tutorial(c, &query); }), Catch::Contains("no stage named 'blocks.0.attn.hook_q'"));
+  CHECK(!same(run_tutorial(c, &resolved).trace.at("scores"), clean.trace.at("scores")));
+  Hooks scores;
+  scores.add("scaled_scores", [](Tensor&) {});
+  CHECK_THAT(error_of([&] { run_tutorial(c, &scores); }), Catch::Contains("cannot be replaced"));
+  // Zero ablation of its head: the output is zeros, everything before it the clean run's.
+  Ablation a;
+  a.heads = parse_heads("0.0", stages);
+  const Hooks zero = ablation_hooks(stages, a, nullptr, {});
+  const TutorialRun z = run_tutorial(c, &zero);
+  const Tensor& out = z.trace.at("attention_output");
+  CHECK(std::all_of(out.begin(), out.end(), [](float x) { return x == 0.0f; }));
+  CHECK(same(z.trace.at("attention_weights"), clean.trace.at("attention_weights")));
+}
+
 // ------------------------------------------------------------------ head detectors
 
 TEST_CASE("detection patterns are TransformerLens's on a repeated sequence", "[interventions][heads]") {

@@ -594,11 +594,35 @@ TEST_CASE("ui computes the ablated run as the engine ablates, beside the clean o
   Playground out_of_range(c);
   out_of_range.update();
   CHECK(out_of_range.error() == "ablate: layer 2 is out of range (the model has 2 layers, 0 to 1)");
-  PlaygroundConfig tutorial;
-  tutorial.ablation = {{{0, 0}}, {}, AblationKind::zero};
-  Playground first(tutorial);
-  first.update();
-  CHECK(first.error() == tr(Str::ablation_tutorial));
+}
+
+TEST_CASE("ui ablates the first tutorial's single head as attn tutorial --ablate does", "[ui][interventions]") {
+  PlaygroundConfig c;  // the first tutorial
+  Playground clean(c);
+  clean.update();
+  for (const AblationKind kind : {AblationKind::zero, AblationKind::mean}) {
+    c.ablation = {{{0, 0}}, {}, kind};
+    Playground p(c);
+    p.update();
+    REQUIRE(p.error().empty());
+    const Computed& r = *p.result();
+    TutorialConfig t;
+    t.sentences = c.sentences;
+    const TutorialRun clean_run = run_tutorial(t);
+    const Hooks hooks = ablation_hooks(model_stages(t), c.ablation, &clean_run.trace, clean_run.batch.lengths);
+    CHECK(r.trace.at("attention_output") == run_tutorial(t, &hooks).trace.at("attention_output"));
+    CHECK(r.trace.at("attention_weights") == clean.result()->trace.at("attention_weights"));
+    CHECK(r.clean_output == clean.result()->trace.at("attention_output"));
+    CHECK(r.trace.at("attention_output") != r.clean_output);
+  }
+  c.ablation = {{{0, 1}}, {}, AblationKind::zero};
+  Playground out_of_range(c);
+  out_of_range.update();
+  CHECK(out_of_range.error() == "ablate 0.1: head 1 is out of range (layer 0 has 1 head)");
+  c.ablation = {{}, {0}, AblationKind::zero};
+  Playground mlp(c);
+  mlp.update();
+  CHECK_THAT(mlp.error(), Catch::Contains("the first tutorial has no feed-forward block"));
 }
 
 TEST_CASE("ui head detectors on the run's sentences", "[ui][interventions]") {
@@ -657,5 +681,5 @@ TEST_CASE("ui activation patching runs attn patch's sweeps on the playground's m
   CHECK_FALSE(sweep.started());
   Playground tutorial;
   tutorial.update();
-  CHECK(sweep.start(tutorial.config(), *tutorial.result()) == tr(Str::interventions_tutorial));
+  CHECK(sweep.start(tutorial.config(), *tutorial.result()) == tr(Str::patching_tutorial));
 }

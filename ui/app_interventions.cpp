@@ -59,16 +59,24 @@ std::vector<std::string> token_effect(const Pretrained& p, const Computed& r, co
   return lines;
 }
 
+// The largest |after - before| over item b of two [B, S, d] tensors.
+float largest_change(const Tensor& before, const Tensor& after, size_t b) {
+  const size_t n = before.size() / before.shape(0);
+  float most = 0;
+  for (size_t i = b * n; i < (b + 1) * n; ++i) most = std::max(most, std::abs(after.data()[i] - before.data()[i]));
+  return most;
+}
+
 }  // namespace
 
 void App::draw_interventions_view(float width) {
   const Computed* r = playground_.result();
   if (!r) return;
-  if (r->stages.layers == 0) {
-    ImGui::TextWrapped("%s", tr(Str::interventions_tutorial));
-    return;
-  }
   refresh_interventions_cache(*r);  // the layer and head labels both views use
+  if (r->stages.family == StageFamily::tutorial) {  // its single head can be ablated; nothing to patch
+    ImGui::TextColored(dim_color, "%s", tr(Str::patching_tutorial));
+    return draw_ablation_view(*r, width);
+  }
   int view = patching_view_ ? 1 : 0;
   ImGui::RadioButton(tr(Str::interventions_ablation), &view, 0);
   ImGui::SameLine();
@@ -101,9 +109,10 @@ void App::draw_ablation_controls(const Computed& r) {
   ImGui::SameLine();
   changed |= ImGui::RadioButton(tr(Str::ablation_mean), &kind, int(AblationKind::mean));
   draft_.ablation.kind = AblationKind(kind);
-  ImGui::TextUnformatted(tr(Str::ablation_mlp));
+  const size_t mlps = r.stages.family == StageFamily::tutorial ? 0 : r.stages.layers;
+  if (mlps) ImGui::TextUnformatted(tr(Str::ablation_mlp));
   char label[32];
-  for (size_t l = 0; l < r.stages.layers; ++l) {
+  for (size_t l = 0; l < mlps; ++l) {
     bool on = std::find(draft_.ablation.mlps.begin(), draft_.ablation.mlps.end(), l) != draft_.ablation.mlps.end();
     std::snprintf(label, sizeof label, "L%zu##mlp", l);
     const float w = ImGui::CalcTextSize(label).x + ImGui::GetFrameHeight() * 2;
@@ -163,6 +172,9 @@ void App::refresh_interventions_cache(const Computed& r) {
   const Pretrained* checkpoint = loaded && loaded->pretrained && r.pretrained_input.batch ? &*loaded->pretrained : nullptr;
   if (checkpoint && checkpoint->model.config.family == ModelFamily::bert) {
     effect_lines_ = {tr(Str::effect_no_head)};
+  } else if (r.clean_output.dimension() == 3) {  // the first tutorial's attention output
+    const size_t b = std::min(size_t(batch_), r.clean_output.shape(0) - 1);
+    effect_lines_ = {format(Str::effect_tutorial, b + 1, largest_change(r.clean_output, r.trace.at("attention_output"), b))};
   } else if (r.clean_output.dimension() == 2) {
     effect_lines_ = checkpoint ? token_effect(*checkpoint, r, r.clean_output, std::min(size_t(batch_), r.tokens.size() - 1))
                                : class_effect(r.clean_output, r.trace.at("logits"));
@@ -171,6 +183,8 @@ void App::refresh_interventions_cache(const Computed& r) {
   head_labels_.clear();
   for (size_t l = 0; l < r.stages.layers; ++l) layer_labels_.push_back("L" + std::to_string(l));
   for (size_t h = 0; h < r.stages.heads; ++h) head_labels_.push_back("H" + std::to_string(h));
+  for (Tensor& t : detector_scores_) t = Tensor();
+  if (r.stages.family == StageFamily::tutorial) return;  // one head of random weights: nothing to detect
   try {
     const std::vector<HeadScores> scores = sentence_head_scores(r);
     for (size_t k = 0; k < scores.size(); ++k) {
@@ -178,7 +192,6 @@ void App::refresh_interventions_cache(const Computed& r) {
       std::copy(scores[k].scores.begin(), scores[k].scores.end(), detector_scores_[k].begin());
     }
   } catch (const std::exception& e) {  // weights the run did not pull back (a backend's fused layers)
-    for (Tensor& t : detector_scores_) t = Tensor();
     status_ = e.what();
   }
 }

@@ -38,7 +38,7 @@ std::string PatchingSweep::start(const PlaygroundConfig& c, const Computed& r) {
   done_ = total_ = 0;
   ++id_;
   try {
-    if (r.stages.layers == 0) throw InputError(tr(Str::interventions_tutorial));
+    if (r.stages.family == StageFamily::tutorial) throw InputError(tr(Str::patching_tutorial));
     model_ = model_of(c, r);
     const PlaygroundConfig::Patching& p = c.patching;
     const auto sentence = [&](const std::string& text, size_t i) {

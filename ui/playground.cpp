@@ -434,6 +434,20 @@ bool reusable_model(const Computed* previous, const TransformerConfig& t, uint64
          config_to_json(previous->model->config) == config_to_json(t);
 }
 
+// The run with the configuration's ablation, if any: mean ablation takes its means from the clean run on
+// the same sentences (as attn encode without --mean-data); `clean_output` keeps that run's `output`
+// stage (none: null) to show what the ablation changed.
+template <class Run>
+Trace ablated(const Ablation& a, const ModelStages& m, const std::vector<size_t>& lengths, const Run& run,
+              const char* output, Tensor& clean_output) {
+  if (a.empty()) return run(nullptr);
+  check_ablation(a, m);
+  const Trace clean = run(nullptr);
+  if (output) clean_output = clean.at(output);
+  const Hooks hooks = ablation_hooks(m, a, &clean, lengths);
+  return run(&hooks);
+}
+
 void compute_tutorial(const PlaygroundConfig& c, const Computed* previous, Computed& out) {
   TutorialConfig t;
   t.sentences = c.sentences;
@@ -448,6 +462,11 @@ void compute_tutorial(const PlaygroundConfig& c, const Computed* previous, Compu
     if (floats > max_trace_floats) too_big(floats);
   }
   TutorialRun run = run_tutorial(t);
+  out.stages = model_stages(t);
+  if (!c.ablation.empty())  // the clean run is `run`; the ablated one replaces its trace
+    run.trace = ablated(c.ablation, out.stages, run.batch.lengths,
+                        [&](const Hooks* h) { return h ? run_tutorial(t, h).trace : run.trace; }, "attention_output",
+                        out.clean_output);
   out.vocab = run.vocab;
   out.tokens = run.batch.tokens;
   out.header = tutorial_json(TutorialRun{run.config, run.vocab, run.batch, TutorialParameters(), Trace()});
@@ -482,20 +501,6 @@ Json transformer_header(const Computed& out, const Vocab& vocab, const TokenBatc
   doc["vocab"] = std::move(vj);
   doc["tokens"] = batch.tokens;
   return doc;
-}
-
-// The run with the configuration's ablation, if any: mean ablation takes its means from the clean run on
-// the same sentences (as attn encode without --mean-data); `clean_output` keeps that run's `output`
-// stage (none: null) to show what the ablation changed.
-template <class Run>
-Trace ablated(const Ablation& a, const ModelStages& m, const std::vector<size_t>& lengths, const Run& run,
-              const char* output, Tensor& clean_output) {
-  if (a.empty()) return run(nullptr);
-  check_ablation(a, m);
-  const Trace clean = run(nullptr);
-  if (output) clean_output = clean.at(output);
-  const Hooks hooks = ablation_hooks(m, a, &clean, lengths);
-  return run(&hooks);
 }
 
 // The classifier on the sentences, with the loaded model or a seeded one.
@@ -611,7 +616,6 @@ std::unique_ptr<Computed> compute(const PlaygroundConfig& c, const Computed* pre
   if (c.sentences.empty()) throw InputError(tr(Str::no_sentence));
   if (c.model == ModelKind::loaded && !c.loaded) throw InputError(tr(Str::no_model_files));
   if (c.model == ModelKind::tutorial) {
-    if (!c.ablation.empty()) throw InputError(tr(Str::ablation_tutorial));
     compute_tutorial(c, previous, *out);
     if (path.backend)
       out->path_note = {Str::path_first_tutorial, path.backend->name()};
@@ -633,7 +637,7 @@ LayerNames layer_names_of(ModelFamily family) {
 }
 
 std::vector<HeadScores> sentence_head_scores(const Computed& r) {
-  if (r.stages.layers == 0) throw InputError(tr(Str::interventions_tutorial));
+  if (r.stages.family == StageFamily::tutorial) throw InputError(tr(Str::tutorial_no_detectors));
   return detect_heads(r.stages, r.trace, r.ids, r.lengths,
                       {HeadKind::previous_token, HeadKind::duplicate_token, HeadKind::induction}, {});
 }

@@ -115,11 +115,12 @@ struct Computed {
   LayerNames layer_names;                        // the layers' stage names
   bool pe_learned = false;                       // pe_table is a checkpoint's learned position embeddings
   PretrainedInput pretrained_input;              // a checkpoint's input (ids, lengths): next-token lists
-  ModelStages stages;                            // how its stages are named (layers 0: the first tutorial)
+  ModelStages stages;                            // how its stages are named (and which family computed them)
   std::vector<int64_t> ids;                      // [B, S] token ids, padded
   std::vector<size_t> lengths;                   // each item's real tokens
   // With an ablation: the output of the same run without it — the classifier's logits [B, C], GPT-2's
-  // next_token_probs [B, V] — to show what the ablation changed; else empty (and for BERT).
+  // next_token_probs [B, V], the first tutorial's attention_output [B, S, d] — to show what the ablation
+  // changed; else empty (and for BERT).
   Tensor clean_output;
   bool scale_query_first = false;                // nn.TransformerEncoderLayer style (a loaded model)
   // The Transformer's model; a seeded one is reused by the next computation when its seed and sizes

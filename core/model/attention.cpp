@@ -161,11 +161,15 @@ AttentionSteps scaled_dot_product_attention(const Tensor& q, const Tensor& k, co
     s.dropout_noise = Tensor::from_shape(dropped->shape());
     options.dropout->dropout_(dropped->data(), dropped->size(), options.dropout_p, s.dropout_noise.data());
   }
-  const Tensor& weights = dropped ? *dropped : s.attention_weights;
   s.attention_output = Tensor::from_shape({batch, sq, dv});
-  for (size_t b = 0; b < batch; ++b)
-    matmul(weights.data() + b * sq * sk, v.data() + b * sk * dv, s.attention_output.data() + b * sq * dv, sq, sk, dv);
+  attend_to_values(dropped ? *dropped : s.attention_weights, v, s.attention_output);
   return s;
+}
+
+void attend_to_values(const Tensor& weights, const Tensor& v, Tensor& out) {
+  const size_t batch = weights.shape(0), sq = weights.shape(1), sk = weights.shape(2), dv = v.shape(2);
+  for (size_t b = 0; b < batch; ++b)
+    matmul(weights.data() + b * sq * sk, v.data() + b * sk * dv, out.data() + b * sq * dv, sq, sk, dv);
 }
 
 // autograd's steps in reverse: bmm, dropout (× its noise), softmax, masked_fill (masked entries get

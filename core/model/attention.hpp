@@ -52,6 +52,9 @@ struct AttentionOptions {
 // q [B, Sq, d_k], k [B, Sk, d_k], v [B, Sk, d_v].
 AttentionSteps scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                             const AttentionOptions& options = {});
+// Its last step, weights [B, Sq, Sk] · v [B, Sk, d_v] into out [B, Sq, d_v] (again, after a hook replaced
+// the weights).
+void attend_to_values(const Tensor& weights, const Tensor& v, Tensor& out);
 struct AttentionGrads {
   Tensor query, key, value;
 };

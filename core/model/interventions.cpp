@@ -16,6 +16,18 @@ ModelStages model_stages(const PretrainedConfig& c) {
           c.head_dim(), c.family == ModelFamily::gpt2, c.family == ModelFamily::gpt2};
 }
 
+std::string stage_family_name(StageFamily f) {
+  switch (f) {
+    case StageFamily::tutorial: return "the first tutorial's attention";
+    case StageFamily::classifier: return "the tutorial's classifier";
+    case StageFamily::bert: return "BERT";
+    case StageFamily::gpt2: return "GPT-2";
+  }
+  return "";
+}
+
+ModelStages model_stages(const TutorialConfig& c) { return {StageFamily::tutorial, 1, 1, c.d_model, false, false}; }
+
 namespace {
 
 using Aliases = std::vector<std::pair<std::string, std::string>>;
@@ -23,6 +35,7 @@ using Aliases = std::vector<std::pair<std::string, std::string>>;
 std::string layer_prefix(const ModelStages& m, size_t layer) {
   const std::string n = std::to_string(layer);
   switch (m.family) {
+    case StageFamily::tutorial: return "";
     case StageFamily::classifier: return "layers." + n + ".";
     case StageFamily::bert: return "encoder.layer." + n + ".";
     case StageFamily::gpt2: return "h." + n + ".";
@@ -32,6 +45,7 @@ std::string layer_prefix(const ModelStages& m, size_t layer) {
 
 // The stage a layer's residual stream leaves it as (TransformerLens: the next layer's resid_pre).
 std::string layer_output(const ModelStages& m, size_t layer) {
+  if (m.family == StageFamily::tutorial) return "attention_output";  // no residual stream: its single head's output
   const std::string p = layer_prefix(m, layer);
   return m.family == StageFamily::gpt2 ? p.substr(0, p.size() - 1) : p + "output";
 }
@@ -41,11 +55,19 @@ std::string layer_output(const ModelStages& m, size_t layer) {
 // LayerNorm that TransformerLens calls resid_mid and resid_post there.
 Aliases layer_aliases(const ModelStages& m, size_t layer) {
   const std::string b = "blocks." + std::to_string(layer) + ".", p = layer_prefix(m, layer);
-  const std::string resid_pre = layer == 0 ? (m.family == StageFamily::classifier ? "embedded" : "embeddings")
+  const bool tutorials = m.family == StageFamily::tutorial || m.family == StageFamily::classifier;
+  const std::string resid_pre = layer == 0 ? (tutorials ? "embedded" : "embeddings")
                                            : layer_output(m, layer - 1);
   Aliases a = {{b + "hook_resid_pre", resid_pre}};
   const auto add = [&](const std::string& tl, const std::string& ours) { a.emplace_back(b + tl, p + ours); };
   switch (m.family) {
+    case StageFamily::tutorial:  // q, k, v straight from the embedded tokens; nothing after z
+      add("attn.hook_q", "query");
+      add("attn.hook_k", "key");
+      add("attn.hook_v", "value");
+      add("attn.hook_pattern", "attention_weights");
+      add("attn.hook_z", "attention_output");
+      break;
     case StageFamily::classifier:
       add("attn.hook_q", "self_attn.query");
       add("attn.hook_k", "self_attn.key");
@@ -97,6 +119,9 @@ Aliases layer_aliases(const ModelStages& m, size_t layer) {
 Aliases model_aliases(const ModelStages& m) {
   Aliases a;
   switch (m.family) {
+    case StageFamily::tutorial:
+      a = {{"hook_embed", "embedding"}, {"hook_pos_embed", "positional_encoding"}};
+      break;
     case StageFamily::classifier:
       a = {{"hook_embed", "embedding"}, {"hook_pos_embed", "positional_encoding"}};
       if (m.final_norm) a.emplace_back("ln_final.hook_normalized", "encoder_output");
@@ -116,9 +141,6 @@ bool is_transformer_lens_name(const std::string& name) {
   return name.rfind("hook_", 0) == 0 || name.rfind("blocks.", 0) == 0 || name.rfind("ln_final.", 0) == 0;
 }
 
-std::string family_label(StageFamily f) {
-  return f == StageFamily::classifier ? "the tutorial's classifier" : f == StageFamily::bert ? "BERT" : "GPT-2";
-}
 
 }  // namespace
 
@@ -145,7 +167,7 @@ std::string resolve_stage_name(const ModelStages& m, const std::string& name) {
   std::vector<std::string> names;
   for (const auto& [tl, ours] : candidates) names.push_back(tl);
   const std::string near = near_names(name, names);
-  throw InputError("'" + name + "': " + family_label(m.family) + " records no stage under this TransformerLens name" +
+  throw InputError("'" + name + "': " + stage_family_name(m.family) + " records no stage under this TransformerLens name" +
                    (near.empty() ? std::string() : "; near names: " + near));
 }
 
@@ -173,7 +195,7 @@ namespace {
 
 std::string out_of_range(const std::string& flag, size_t layer, const ModelStages& m) {
   return flag + ": layer " + std::to_string(layer) + " is out of range (the model has " + std::to_string(m.layers) +
-         " layers, 0 to " + std::to_string(m.layers ? m.layers - 1 : 0) + ")";
+         (m.layers == 1 ? " layer, 0 to " : " layers, 0 to ") + std::to_string(m.layers ? m.layers - 1 : 0) + ")";
 }
 
 void check_heads(const std::vector<HeadIndex>& heads, const ModelStages& m, const std::string& flag) {
@@ -183,11 +205,13 @@ void check_heads(const std::vector<HeadIndex>& heads, const ModelStages& m, cons
     if (h.head >= m.heads)
       throw InputError(flag + " " + std::to_string(h.layer) + "." + std::to_string(h.head) + ": head " +
                        std::to_string(h.head) + " is out of range (layer " + std::to_string(h.layer) + " has " +
-                       std::to_string(m.heads) + " heads)");
+                       std::to_string(m.heads) + (m.heads == 1 ? " head)" : " heads)"));
   }
 }
 
 void check_layers(const std::vector<size_t>& layers, const ModelStages& m, const std::string& flag) {
+  if (!layers.empty() && m.family == StageFamily::tutorial)
+    throw InputError(flag + ": the first tutorial has no feed-forward block (only its single attention head)");
   for (size_t layer : layers)
     if (layer >= m.layers) throw InputError(out_of_range(flag, layer, m));
 }
@@ -239,6 +263,20 @@ std::string layer_list_text(const std::vector<size_t>& layers) {
   std::string out;
   for (size_t l : layers) out += (out.empty() ? "" : ",") + std::to_string(l);
   return out;
+}
+
+Json ablation_json(const Ablation& a) {
+  Json heads = Json::array();
+  for (const HeadIndex& h : a.heads) heads.push_back({h.layer, h.head});
+  return {{"heads", heads}, {"mlps", a.mlps}, {"kind", ablation_kind_name(a.kind)}};
+}
+
+std::string ablation_text(const Ablation& a) {
+  if (a.empty()) return "";
+  std::string out = "ablated (" + std::string(ablation_kind_name(a.kind)) + "):";
+  for (const HeadIndex& h : a.heads) out += " head " + std::to_string(h.layer) + "." + std::to_string(h.head);
+  for (size_t l : a.mlps) out += " mlp " + std::to_string(l);
+  return out + "\n";
 }
 
 AblationKind parse_ablation_kind(const std::string& text) {

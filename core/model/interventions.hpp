@@ -1,4 +1,5 @@
-// Interventions on any model the engine runs (the tutorial's classifier, BERT, GPT-2), all as hooks on
+// Interventions on any model the engine runs (the first tutorial's single attention, the second
+// tutorial's classifier, BERT, GPT-2), all as hooks on
 // named stages (core/model/trace.hpp): TransformerLens's hook names resolved to the engine's, and
 // ablation of attention heads (their output z, before the output projection) and of feed-forward
 // blocks, with zeros or with means taken from a clean run. docs/interventions.md lists the names.
@@ -10,10 +11,14 @@
 #include "core/model/pretrained.hpp"
 #include "core/model/trace.hpp"
 #include "core/model/transformer.hpp"
+#include "core/model/tutorial.hpp"
 
 namespace attn {
 
-enum class StageFamily { classifier, bert, gpt2 };
+enum class StageFamily { tutorial, classifier, bert, gpt2 };
+
+// "the first tutorial's attention", "the tutorial's classifier", "BERT", "GPT-2" (for messages).
+std::string stage_family_name(StageFamily family);
 
 // What the stage names of a model depend on.
 struct ModelStages {
@@ -23,6 +28,8 @@ struct ModelStages {
 };
 ModelStages model_stages(const TransformerConfig& config);
 ModelStages model_stages(const PretrainedConfig& config);
+// The first tutorial: one layer of one head (d_model wide) whose output is the last stage.
+ModelStages model_stages(const TutorialConfig& config);
 
 // A TransformerLens hook name (hook_embed, blocks.L.attn.hook_z, …) as this model's stage name; any
 // other name is returned as given (the engine's own names). Throws InputError for a TransformerLens
@@ -59,6 +66,11 @@ struct Ablation {
 };
 // InputError naming the first head or layer out of range for `model`, or a model without heads.
 void check_ablation(const Ablation& ablation, const ModelStages& model);
+
+// {"heads": [[L, H], …], "mlps": [L, …], "kind"} (--json's "ablation") and the text report's first line
+// ("ablated (zero): head 0.1 mlp 1\n"; empty without an ablation).
+Json ablation_json(const Ablation& ablation);
+std::string ablation_text(const Ablation& ablation);
 
 // The stages an ablation replaces: a head's z (blocks.L.attn.hook_z, [B, S, H·d_head], head h the
 // columns h·d_head …) and a block's MLP output (blocks.L.hook_mlp_out).

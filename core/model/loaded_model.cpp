@@ -11,10 +11,7 @@ ModelStages LoadedModel::stages() const {
 
 std::string LoadedModel::description() const {
   const ModelStages m = stages();
-  const std::string family = m.family == StageFamily::classifier ? "the tutorial's classifier"
-                             : m.family == StageFamily::bert     ? "BERT"
-                                                                 : "GPT-2";
-  return family + ": " + std::to_string(m.layers) + " layers, " + std::to_string(m.heads) + " heads of " +
+  return stage_family_name(m.family) + ": " + std::to_string(m.layers) + " layers, " + std::to_string(m.heads) + " heads of " +
          std::to_string(m.head_dim);
 }
 

@@ -45,7 +45,7 @@ Tensor ids_tensor(const TokenBatch& batch) {
 
 }  // namespace
 
-TutorialRun run_tutorial(const TutorialConfig& config) {
+TutorialRun run_tutorial(const TutorialConfig& config, const Hooks* hooks) {
   TutorialRun run{config, Vocab(), TokenBatch(), TutorialParameters(), Trace()};
   run.batch = tokenize_batch(config.sentences, run.vocab);
   validate(config, run.batch, run.vocab.size());
@@ -60,26 +60,37 @@ TutorialRun run_tutorial(const TutorialConfig& config) {
   p.w_k = draw_linear_weight(gen, d, d);
   p.w_v = draw_linear_weight(gen, d, d);
 
+  // Hooks (core/model/interventions.hpp) may replace every stage the pass continues from; the inputs,
+  // the mask and the steps inside the attention kernel before its weights are recorded only.
+  run.trace = Trace(hooks);
   Trace& t = run.trace;
   t.record("token_ids", ids_tensor(run.batch), PrintDtype::int64);
-  t.record("embedding", embed(p.embedding, run.batch.ids, B, S));
+  Tensor embedding = embed(p.embedding, run.batch.ids, B, S);
+  t.stage("embedding", embedding);
   const Tensor table = positional_encoding_table(config.max_len, d);
   Tensor used = Tensor::from_shape({1, S, d});
   std::copy_n(table.data(), S * d, used.data());
   t.record("positional_encoding", used);
-  t.record("embedded", add_positional_encoding(t.at("embedding"), table));
-  t.record("query", linear(t.at("embedded"), p.w_q));
-  t.record("key", linear(t.at("embedded"), p.w_k));
-  t.record("value", linear(t.at("embedded"), p.w_v));
+  Tensor x = add_positional_encoding(embedding, table);
+  t.stage("embedded", x);
+  Tensor q = linear(x, p.w_q), k = linear(x, p.w_k), v = linear(x, p.w_v);
+  t.stage("query", q);
+  t.stage("key", k);
+  t.stage("value", v);
   const MaskTensor mask = attention_mask(config.mask, run.batch.ids, B, S);
   t.record("mask", to_tensor(mask), PrintDtype::boolean);
-  AttentionSteps a = scaled_dot_product_attention(t.at("query"), t.at("key"), t.at("value"),
-                                                  {config.mask == MaskKind::none ? nullptr : &mask});
+  AttentionSteps a = scaled_dot_product_attention(q, k, v, {config.mask == MaskKind::none ? nullptr : &mask});
   t.record("scores", std::move(a.scores));
   t.record("scaled_scores", std::move(a.scaled_scores));
   t.record("masked_scores", std::move(a.masked_scores));
-  t.record("attention_weights", std::move(a.attention_weights));
-  t.record("attention_output", std::move(a.attention_output));
+  if (t.hooked("attention_weights")) {
+    t.stage("attention_weights", a.attention_weights);
+    attend_to_values(a.attention_weights, v, a.attention_output);  // a replaced pattern: its output again
+  } else {
+    t.record("attention_weights", std::move(a.attention_weights));
+  }
+  t.stage("attention_output", a.attention_output);
+  if (hooks) hooks->check_reached(t);
   return run;
 }
 

@@ -36,8 +36,9 @@ struct TutorialRun {
   Trace trace;  // token_ids … attention_output
 };
 
-// Throws InputError for anything PyTorch would refuse or that would not fit in memory.
-TutorialRun run_tutorial(const TutorialConfig& config);
+// Throws InputError for anything PyTorch would refuse or that would not fit in memory. `hooks`
+// (core/model/trace.hpp) replace stages by name: the interventions of core/model/interventions.hpp.
+TutorialRun run_tutorial(const TutorialConfig& config, const Hooks* hooks = nullptr);
 // The run's forward pass again, every buffer allocated once: token ids [B, S] → attention_output
 // [B, S, d] with the kernels and order of run_tutorial, so bit-identical to its trace (what
 // `attn bench tutorial` times).

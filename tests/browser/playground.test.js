@@ -105,14 +105,21 @@ function cliTrainingLog(args) {
 }
 
 // `attn patch --json` on the same seeded classifier (its vocabulary from the page, written to a file).
-function cliPatch(args, vocab) {
+// The native attn's --json document of `args` (null without the native attn).
+function cliJson(args) {
   const cli = process.env.ATTN_CLI || path.join(__dirname, '..', '..', 'build', 'native', 'attn');
   if (!fs.existsSync(cli)) return null;
+  return JSON.parse(require('child_process').execFileSync(cli, [...args, '--json']));
+}
+
+function cliPatch(args, vocab) {
   const file = path.join(require('os').tmpdir(), `attn_browser_vocab_${process.pid}.json`);
   fs.writeFileSync(file, JSON.stringify(vocab));
-  const out = require('child_process').execFileSync(cli, ['patch', ...args, '--vocab', file, '--json']);
-  fs.rmSync(file);
-  return JSON.parse(out);
+  try {
+    return cliJson(['patch', ...args, '--vocab', file]);
+  } finally {
+    fs.rmSync(file);
+  }
 }
 
 // Clicks one of the Train tab's buttons where the UI drew it.
@@ -304,6 +311,23 @@ async function checkInterventions(page) {
   await page.evaluate(() => attnlab.selectView({ tab: 'interventions', patching: true }));
   await checkIdle(page, 'Interventions tab, patching');
   if (outDir) fs.writeFileSync(path.join(outDir, 'playground_patching.png'), await page.screenshot());
+  // The first tutorial's single head, mean-ablated: attn tutorial --ablate's bits.
+  const sentences = ['나는 오늘 학교에 간다', '나는 집에 간다'];
+  await page.evaluate((sentences) => {
+    attnlab.set({ model: 'tutorial', sentences, seed: 2, d_model: 6, mask: 'padding' });
+    attnlab.ablate('0.0', { kind: 'mean' });
+    attnlab.selectView({ tab: 'interventions', patching: false });
+  }, sentences);
+  await frames(page, 3);
+  const first = await page.evaluate(() => ({
+    out: attnlab.trace().stages.find((s) => s.name === 'attention_output').data,
+    effect: attnlab.state().view.interventions.effect }));
+  const cliFirst = cliJson(['tutorial', '--seed', '2', '--mask', 'padding', ...sentences.flatMap((t) => ['--sentence', t]),
+                            '--ablate', '0.0', '--ablation', 'mean']);
+  check(first.effect.length === 1 && (!cliFirst || JSON.stringify(first.out) ===
+        JSON.stringify(cliFirst.stages.find((s) => s.name === 'attention_output').data)),
+        `the first tutorial's head ablated: ${first.effect[0]}${cliFirst ? '; attention_output equal to attn tutorial --ablate\'s' : ''}`);
+  await page.evaluate(() => attnlab.ablate([]));
 }
 
 // The trained model in the Stage tab (the Train tab's "Show in Stage tab", then the model view): the
