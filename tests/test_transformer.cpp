@@ -98,8 +98,7 @@ TEST_CASE("cross-attention takes keys and values from another sequence", "[trans
   layer.key = {p["W_K.weight"], p["W_K.bias"]};
   layer.value = {p["W_V.weight"], p["W_V.bias"]};
   layer.output = {p["W_O.weight"], p["W_O.bias"]};
-  TransformerConfig config;
-  config.d_model = 16;
+  LayerConfig config;
   config.num_heads = 4;
   const Tensor mask_values = test::tensor_of(f.at("mask"));
   MaskTensor mask = MaskTensor::from_shape(mask_values.shape());

@@ -1,5 +1,5 @@
-// The second tutorial's Transformer (docs/tutorials.md): MultiHeadAttention, FeedForward,
-// post-/pre-norm encoder layers, the encoder with its final LayerNorm, and TransformerClassifier
+// The second tutorial's Transformer (docs/tutorials.md): the encoder (its layers, the modules of
+// core/model/layers.hpp, then its final LayerNorm), and TransformerClassifier
 // (embedding × √d_model → positional encoding → encoder → mean pooling → fc). Layers can also be
 // PyTorch's own nn.TransformerEncoderLayer (packed in_proj, query scaled before QKᵀ).
 #pragma once
@@ -9,15 +9,13 @@
 #include <vector>
 
 #include "core/model/attention.hpp"
+#include "core/model/layers.hpp"
 #include "core/base/json.hpp"
 #include "core/torch/rng.hpp"
 #include "core/io/safetensors.hpp"
 #include "core/model/trace.hpp"
 
 namespace attn {
-
-enum class Activation { relu, gelu };
-enum class LayerStyle { tutorial, torch };  // the tutorial's modules, or nn.TransformerEncoderLayer
 
 struct TransformerConfig {
   size_t vocab_size = 0;
@@ -33,6 +31,7 @@ struct TransformerConfig {
 
   size_t ff_width() const { return d_ff ? d_ff : 4 * d_model; }
   size_t head_dim() const { return d_model / num_heads; }
+  LayerConfig layer_config() const { return {num_heads, dropout, norm_first, activation, layer_style}; }
 };
 
 // A TransformerEncoder alone: no embedding and no classifier head (it takes vectors, not token ids).
@@ -43,16 +42,6 @@ TransformerConfig config_from_json(const Json& json);  // the keys of Json below
 Json config_to_json(const TransformerConfig& config);
 Activation parse_activation(const std::string& text);
 
-struct Linear {
-  Tensor weight, bias;  // [out, in], [out]
-};
-struct LayerNorm {
-  Tensor weight, bias;
-};
-struct EncoderLayer {
-  Linear query, key, value, output, linear1, linear2;
-  LayerNorm norm1, norm2;
-};
 struct TransformerModel {
   TransformerConfig config;
   Tensor embedding;            // [vocab, d]
@@ -93,23 +82,6 @@ TransformerModel load_transformer(const TransformerConfig& config, const std::ve
 size_t parameter_count(const TransformerModel& model);
 
 // --- training: what a forward pass keeps for its backward (the tensors autograd saves) ---
-struct AttentionSaved {
-  Tensor input;              // [B, S, d]: the query, key and value input (self-attention)
-  Tensor query, key, value;  // [B·H, S, d_k], heads split
-  AttentionSteps steps;      // the weights and their dropout noise
-  Tensor merged;             // [B, S, d]: heads merged, W_O's input
-};
-struct FeedForwardSaved {
-  Tensor input, hidden;  // linear1's input and output (after ReLU, which keeps its positives)
-  Tensor activated;      // linear2's input: the activation after dropout
-  Tensor noise;          // that dropout's noise (0-dimensional in evaluation mode)
-};
-struct EncoderLayerSaved {
-  AttentionSaved attention;
-  FeedForwardSaved feed_forward;
-  Tensor norm1_input, norm2_input;
-  Tensor attention_noise, feed_forward_noise;  // the residual branches' dropout (0-dimensional: none)
-};
 struct EncoderSaved {
   std::vector<EncoderLayerSaved> layers;
   Tensor final_norm_input;
@@ -124,13 +96,7 @@ struct ClassifierSaved {
   Tensor pooled;  // fc's input
 };
 
-// --- the modules' forward passes; each records its stages under `prefix` when trace is non-null ---
-Tensor layer_norm(const Tensor& x, const LayerNorm& norm, float eps = 1e-5f);
-// MultiHeadAttention(q_in, kv_in, kv_in, mask): mask [B, Sq, Sk] or null; weights [B, H, Sq, Sk].
-Tensor multi_head_attention(const EncoderLayer& layer, const TransformerConfig& config, const Tensor& q_in,
-                            const Tensor& kv_in, const MaskTensor* mask, Trace* trace, const std::string& prefix);
-Tensor feed_forward(const EncoderLayer& layer, const TransformerConfig& config, const Tensor& x,
-                    TorchGenerator* dropout, Trace* trace, const std::string& prefix);
+// --- the stack's forward pass; it records its stages when trace is non-null ---
 // The encoder stack on x [B, S, d]; `dropout` non-null = training mode, drawing from it. `saved`, when
 // non-null, receives what encoder_backward reads. With `first_layer`, x enters that layer and the layers
 // before it are skipped (activation patching resumes a cached run there).
@@ -171,19 +137,5 @@ void classifier_backward(const TransformerModel& model, const ClassifierSaved& s
 // Returns the gradient of the encoder's input.
 Tensor encoder_backward(const TransformerModel& model, const EncoderSaved& saved, const MaskTensor* mask,
                         const Tensor& grad_output, TransformerModel& grads);
-Tensor layer_norm_backward(const Tensor& x, const LayerNorm& norm, const Tensor& grad_y, LayerNorm& grads,
-                           float eps = 1e-5f);
-// F.cross_entropy(logits [B, C], labels, label_smoothing=ε), mean over the batch; `grad`, when non-null,
-// receives ∂loss/∂logits. Throws InputError for a label outside [0, C).
-float cross_entropy(const Tensor& logits, const std::vector<int64_t>& labels, double label_smoothing, Tensor* grad);
-
-Tensor reshaped(Tensor t, const Shape& shape);
-Tensor add(const Tensor& a, const Tensor& b);  // a + b, one shape
-// x ← relu(x) or the exact (erf) GELU, element by element.
-void activate(Tensor& x, Activation activation);  // the same values in another shape of the same size
-// [B, S, H·dk] → [B, H, S, dk] (view + transpose(1, 2) + contiguous): the traced form of q, k, v.
-Tensor split_heads(const Tensor& x, size_t heads);
-// Its inverse, [B, H, S, dk] → [B, S, H·dk] (transpose(1, 2) + contiguous + view).
-Tensor merge_heads(const Tensor& x);
 
 }  // namespace attn

@@ -166,7 +166,7 @@ SelfAttention self_attention(Script& s, const Shape& shape) {
   init_attention(mha, c.d_model, s.gen);
   SelfAttention r{s.randn(shape), {}, {}};
   Trace trace;
-  r.output = multi_head_attention(mha, c, r.x, r.x, nullptr, &trace, "");
+  r.output = multi_head_attention(mha, c.layer_config(), r.x, r.x, nullptr, &trace, "");
   r.weights = trace.at("attention_weights");
   s.keep("x", r.x);
   s.keep("attention_weights", r.weights);
@@ -202,7 +202,7 @@ void feed_forward_network(Script& s) {
   EncoderLayer ff;
   init_feed_forward(ff, c.d_model, c.ff_width(), s.gen);
   const Tensor x = s.randn({2, 10, c.d_model});
-  const Tensor output = feed_forward(ff, c, x, &s.gen, nullptr, "");
+  const Tensor output = feed_forward(ff, c.layer_config(), x, &s.gen, nullptr, "");
   s.out.line("FFN 입력: " + torch_size(x) + " → 출력: " + torch_size(output));
   show_output(s, x, output);
 }
