@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   attn::cli::TrainOptions train;
   attn::cli::HeadsOptions heads;
   attn::cli::PatchOptionsCli patch;
+  attn::cli::GenerateOptions generate;
   attn::cli::BenchOptions bench;
   attn::cli::add_tutorial_command(app, tutorial);
   attn::cli::add_encode_command(app, encode);
@@ -41,11 +42,12 @@ int main(int argc, char** argv) {
   attn::cli::add_train_command(app, train);
   attn::cli::add_heads_command(app, heads);
   attn::cli::add_patch_command(app, patch);
+  attn::cli::add_generate_command(app, generate);
   attn::cli::add_bench_command(app, bench);
   try {
     app.parse(argc, argv);
     if (app.get_subcommands().empty())
-      throw attn::InputError("a subcommand is required (tutorial, encode, batch, merge, train, heads, patch, bench); see 'attn --help'");
+      throw attn::InputError("a subcommand is required (tutorial, encode, batch, merge, train, heads, patch, generate, bench); see 'attn --help'");
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

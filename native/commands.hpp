@@ -54,6 +54,13 @@ struct PatchOptionsCli {
 };
 void add_patch_command(CLI::App& app, PatchOptionsCli& o);
 
+struct GenerateOptions {
+  ModelOptions model;  // a GPT-2 checkpoint's files
+  std::string prompt, max_new_tokens = "20", temperature = "1", top_k = "0", top_p = "1", seed = "0";
+  bool json = false;
+};
+void add_generate_command(CLI::App& app, GenerateOptions& o);
+
 struct BatchOptions {
   ModelOptions model;
   std::string input, output = "-", format = "jsonl", input_format = "auto", threads, batch_size = "32", shard,

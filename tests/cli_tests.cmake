@@ -185,3 +185,20 @@ attn_cli_case(bench_unknown_case 2 "unknown benchmark case 'flops'" bench flops)
 attn_cli_case(bench_threads_zero 2 "--threads expects an integer >= 1" bench --threads 0 gemm)
 attn_cli_case(bench_isa_unknown 2 "instruction set 'mmx' is not available" bench --isa mmx gemm)
 attn_cli_case(bench_backend_unknown 2 "backend" bench --backend tpu gemm)
+
+# Generation (docs/generate.md): attn generate against the same generation in PyTorch, greedy and
+# sampled (generate_check.py), and the bad inputs.
+add_test(NAME cli.generate COMMAND /usr/bin/python3 "${CMAKE_CURRENT_SOURCE_DIR}/generate_check.py" $<TARGET_FILE:attn>)
+set(gen generate --model-dir "${pre}/gpt2_tiny")
+attn_cli_case(generate_text 0 "the cat sat.*\n\n  step      id  probability  token\n     1 " ${gen} --prompt "the cat sat" --max-new-tokens 3)
+attn_cli_case(generate_no_prompt 2 "--prompt is required" ${gen})
+attn_cli_case(generate_no_model 2 "attn generate needs a GPT-2 checkpoint" generate --prompt "the")
+attn_cli_case(generate_bert 2 "generation needs a GPT-2 checkpoint \\(this one is BERT\\)"
+              generate --model-dir "${pre}/bert_tiny" --prompt "the")
+attn_cli_case(generate_too_long 2 "the prompt's 3 tokens and 100000 new ones make more than the model's [0-9]+ positions"
+              ${gen} --prompt "the cat sat" --max-new-tokens 100000)
+attn_cli_case(generate_zero_tokens 2 "--max-new-tokens expects an integer >= 1" ${gen} --prompt "the" --max-new-tokens 0)
+attn_cli_case(generate_temperature 2 "--temperature must be 0 \\(greedy\\) or positive" ${gen} --prompt "the" --temperature -1)
+attn_cli_case(generate_top_p 2 "--top-p must be in \\(0, 1\\]" ${gen} --prompt "the" --top-p 1.5)
+attn_cli_case(generate_top_k 2 "--top-k expects an integer >= 0" ${gen} --prompt "the" --top-k -2)
+attn_cli_case(generate_seed 2 "--seed" ${gen} --prompt "the" --seed x)

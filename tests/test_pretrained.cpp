@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "core/base/error.hpp"
+#include "core/model/generate.hpp"
 #include "core/model/pretrained.hpp"
 #include "tests/fixtures.hpp"
 #include "tests/model_fixtures.hpp"
@@ -111,4 +112,68 @@ TEST_CASE("token ids outside the vocabulary and sequences past the positions are
   in.ids.assign(in.seq, 1);
   in.lengths = {in.seq};
   CHECK_THROWS_WITH(gpt2_forward(model, in), Catch::Contains("more than the model's"));
+}
+
+TEST_CASE("a run with a key/value cache continues the full run's numbers", "[pretrained][generate]") {
+  const PretrainedModel model = fixture_model("gpt2_tiny");
+  const std::vector<int64_t> ids = {5, 17, 40, 3, 99, 12};
+  const Trace full = gpt2_forward(model, {ids, {}, {ids.size()}, 1, ids.size()});
+  const size_t V = model.config.vocab_size;
+  KeyValueCache cache;
+  // The first three tokens at once, then one at a time: each row of logits as the full run's.
+  const Trace first = gpt2_forward(model, {{5, 17, 40}, {}, {3}, 1, 3}, nullptr, nullptr, &cache);
+  CHECK(std::equal(first.at("logits").begin(), first.at("logits").end(), full.at("logits").begin()));
+  for (size_t s = 3; s < ids.size(); ++s) {
+    const Trace step = gpt2_forward(model, {{ids[s]}, {}, {1}, 1, 1}, nullptr, nullptr, &cache);
+    CHECK(cache.length() == s + 1);
+    CHECK(step.at("h.1.attn.attn_weights").shape() == Tensor::shape_type{1, model.config.num_heads, 1, s + 1});
+    const float* row = full.at("logits").data() + s * V;
+    for (size_t v = 0; v < V; ++v) CHECK(step.at("logits").data()[v] == Approx(row[v]).margin(1e-5));
+  }
+  CHECK_THROWS_WITH(gpt2_forward(model, {std::vector<int64_t>(model.config.max_positions, 1), {},
+                                         {model.config.max_positions}, 1, model.config.max_positions},
+                                 nullptr, nullptr, &cache),
+                    Catch::Contains("more than the model's"));
+}
+
+TEST_CASE("sampling keeps the tokens top-k and top-p keep, as transformers' warpers", "[generate]") {
+  const float logits[] = {1.0f, 3.0f, 2.0f, 0.0f};
+  SamplingOptions o;
+  const std::vector<double> plain = next_token_distribution(logits, 4, o);
+  CHECK(plain[1] > plain[2]);
+  CHECK(plain[3] > 0);
+  o.top_k = 2;
+  std::vector<double> k = next_token_distribution(logits, 4, o);
+  CHECK((k[0] == 0 && k[3] == 0 && k[1] > 0 && k[2] > 0));
+  CHECK(k[1] + k[2] == Approx(1.0));
+  // Probabilities 0.644, 0.237, 0.087, 0.032: top-p 0.7 keeps the two likeliest (0.644 < 0.7 alone).
+  o.top_k = 0;
+  o.top_p = 0.7;
+  std::vector<double> p = next_token_distribution(logits, 4, o);
+  CHECK((p[0] == 0 && p[3] == 0 && p[1] > 0 && p[2] > 0));
+  o.top_p = 0.5;  // the likeliest alone
+  p = next_token_distribution(logits, 4, o);
+  CHECK(p[1] == 1.0);
+  o.temperature = -1;
+  CHECK_THROWS_WITH(check_sampling(o), Catch::Contains("--temperature"));
+  o.temperature = 1;
+  o.top_p = 0;
+  CHECK_THROWS_WITH(check_sampling(o), Catch::Contains("--top-p must be in (0, 1]"));
+}
+
+TEST_CASE("generate settings from JSON: attn generate's defaults, strict types", "[generate]") {
+  const GenerateSettings g = generate_settings(Json::parse(R"({"prompt": "the", "top_k": 5, "seed": 3})"));
+  CHECK((g.prompt == "the" && g.max_new_tokens == 20 && g.sampling.top_k == 5 && g.sampling.seed == 3 &&
+         g.sampling.temperature == 1.0));
+  CHECK_THROWS_WITH(generate_settings(Json::parse(R"({"promt": "x"})")), Catch::Contains("unknown setting 'promt'"));
+  CHECK_THROWS_WITH(generate_settings(Json::parse(R"({"max_new_tokens": 0})")),
+                    Catch::Contains("max_new_tokens expects a whole number >= 1"));
+  CHECK_THROWS_WITH(generate_settings(Json::parse(R"({"top_k": 2.5})")), Catch::Contains("top_k expects a whole number"));
+  CHECK_THROWS_WITH(generate_settings(Json::parse(R"({"temperature": "hot"})")), Catch::Contains("temperature expects a number"));
+  CHECK_THROWS_WITH(generate_settings(Json::parse("[1]")), Catch::Contains("generate expects an object"));
+  // An empty prompt (which a command line cannot pass through CTest) is refused by name.
+  const std::string d = dir + "gpt2_tiny/";
+  const Pretrained p = load_pretrained_files({d + "config.json", d + "model.safetensors", d + "vocab.json", d + "merges.txt", ""});
+  CHECK_THROWS_WITH(generate(p, "", 3, {}), Catch::Contains("the prompt is empty"));
+  CHECK(generate(p, "the", 3, {}).tokens.size() == 3);
 }

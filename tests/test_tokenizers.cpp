@@ -70,6 +70,20 @@ TEST_CASE("byte-level pieces are readable labels", "[tokenizers]") {
   CHECK(readable_token("##ing") == "##ing");
 }
 
+TEST_CASE("byte-level tokens decode as GPT2Tokenizer.decode does, errors replaced", "[tokenizers]") {
+  const auto bytes = [](const std::string& b) {
+    std::vector<std::string> tokens;
+    for (unsigned char c : b) tokens.push_back(byte_symbol(c));
+    return tokens;
+  };
+  CHECK(byte_level_text(bytes("the \xEA\xB3\xA0")) == "the \xEA\xB3\xA0");
+  // Python's errors="replace": one U+FFFD per maximal ill-formed part.
+  CHECK(byte_level_text(bytes("a\xEA\xB3" "b")) == "a\xEF\xBF\xBD" "b");              // a truncated syllable
+  CHECK(byte_level_text(bytes("\xEB\xEB")) == "\xEF\xBF\xBD\xEF\xBF\xBD");          // two lead bytes
+  CHECK(byte_level_text(bytes("\xE0\x80\x80")) == "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong
+  CHECK(byte_level_text({"<|endoftext|>", byte_symbol('x')}) == "<|endoftext|>x");
+}
+
 TEST_CASE("WordPiece follows BertTokenizer's rules", "[tokenizers]") {
   const WordPieceTokenizer t({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "play", "##ing", "un", "##aff", "##able", "cafe", "!",
                               "中", "σοφος", "ς"},

@@ -172,6 +172,13 @@
       if (out.error) throw new Error(out.error);
       return out.detectors;
     },
+    // generate({prompt, max_new_tokens, temperature, top_k, top_p, seed}): the loaded GPT-2 continues the
+    // prompt as attn generate does (docs/generate.md); returns its --json document; throws with the reason.
+    generate(settings) {
+      const out = JSON.parse(call('attnlab_generate', 'string', ['string'], [JSON.stringify(settings || {})]));
+      if (out.error) throw new Error(out.error);
+      return out;
+    },
     // await patch({clean, corrupted, answer, wrong, label}): activation patching from the clean into the
     // corrupted sentence (empty: the first two sentences) with GPT-2's logit difference (answer, wrong: one
     // token each) or a classifier's label margin, as the Interventions tab's Run button; the inputs join

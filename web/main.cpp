@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/base/error.hpp"
+#include "core/model/generate.hpp"
 #include "ui/alloc_count.hpp"
 #include "ui/app.hpp"
 #include "ui/gl_platform.hpp"
@@ -244,6 +245,20 @@ EMSCRIPTEN_KEEPALIVE const char* attnlab_patch_steps(double budget_ms) {
   p.pump(budget_ms);
   if (!p.running()) return hand_to_js(p.json().dump());
   return hand_to_js(attn::Json{{"done", p.done()}, {"runs", p.total()}}.dump());
+}
+
+// attn generate --json's document from the loaded GPT-2 checkpoint with `settings` (JSON: prompt,
+// max_new_tokens, temperature, top_k, top_p, seed), or {"error"}.
+EMSCRIPTEN_KEEPALIVE const char* attnlab_generate(const char* settings) {
+  try {
+    const auto& loaded = state->playground.config().loaded;
+    if (!loaded || !loaded->pretrained) throw attn::InputError("generation needs a GPT-2 checkpoint: load one first");
+    const attn::GenerateSettings g = attn::generate_settings(attn::Json::parse(settings));
+    const attn::Generation out = attn::generate(*loaded->pretrained, g.prompt, g.max_new_tokens, g.sampling);
+    return hand_to_js(attn::generation_json(*loaded->pretrained, out, g.max_new_tokens, g.sampling).dump());
+  } catch (const std::exception& e) {
+    return hand_to_js(attn::Json{{"error", e.what()}}.dump());
+  }
 }
 
 EMSCRIPTEN_KEEPALIVE const char* attnlab_training_log() {

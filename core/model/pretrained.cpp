@@ -286,30 +286,41 @@ struct HeadAttention {
 HeadAttention attend_heads(const Tensor& q, const Tensor& k, const Tensor& v, float scale,
                            const std::function<void(float* row_scores, size_t b, size_t query)>& mask_scores,
                            const Recorder& rec, const std::string& scores_name, const std::string& weights_name) {
-  const size_t B = q.shape(0), n = q.shape(1), S = q.shape(2), d = q.shape(3);
-  HeadAttention a{Tensor::from_shape({B, n, S, S}), {}, Tensor::from_shape({B, n, S, d})};
+  const size_t B = q.shape(0), n = q.shape(1), Sq = q.shape(2), Sk = k.shape(2), d = q.shape(3);
+  HeadAttention a{Tensor::from_shape({B, n, Sq, Sk}), {}, Tensor::from_shape({B, n, Sq, d})};
   for (size_t b = 0; b < B; ++b)
     for (size_t h = 0; h < n; ++h) {
       const size_t head = b * n + h;
-      float* scores = a.scores.data() + head * S * S;
-      matmul_nt(q.data() + head * S * d, k.data() + head * S * d, scores, S, d, S);
-      divide_scalar(scores, S * S, scale);
-      for (size_t i = 0; i < S; ++i) mask_scores(scores + i * S, b, i);
+      float* scores = a.scores.data() + head * Sq * Sk;
+      matmul_nt(q.data() + head * Sq * d, k.data() + head * Sk * d, scores, Sq, d, Sk);
+      divide_scalar(scores, Sq * Sk, scale);
+      for (size_t i = 0; i < Sq; ++i) mask_scores(scores + i * Sk, b, i);
     }
   a.scores = rec(scores_name, std::move(a.scores));
   a.weights = a.scores;
-  softmax_rows(a.weights.data(), B * n * S, S);
+  softmax_rows(a.weights.data(), B * n * Sq, Sk);
   a.weights = rec(weights_name, std::move(a.weights));
   for (size_t head = 0; head < B * n; ++head)
-    matmul(a.weights.data() + head * S * S, v.data() + head * S * d, a.context.data() + head * S * d, S, S, d);
+    matmul(a.weights.data() + head * Sq * Sk, v.data() + head * Sk * d, a.context.data() + head * Sq * d, Sq, Sk, d);
   return a;
 }
 
-void check_input(const PretrainedModel& m, const PretrainedInput& in) {
+// [B, n, S1, d] then [B, n, S2, d] along the positions: [B, n, S1 + S2, d].
+Tensor concat_positions(const Tensor& a, const Tensor& b) {
+  const size_t B = a.shape(0), n = a.shape(1), s1 = a.shape(2), s2 = b.shape(2), d = a.shape(3);
+  Tensor out = Tensor::from_shape({B, n, s1 + s2, d});
+  for (size_t head = 0; head < B * n; ++head) {
+    std::copy_n(a.data() + head * s1 * d, s1 * d, out.data() + head * (s1 + s2) * d);
+    std::copy_n(b.data() + head * s2 * d, s2 * d, out.data() + (head * (s1 + s2) + s1) * d);
+  }
+  return out;
+}
+
+void check_input(const PretrainedModel& m, const PretrainedInput& in, size_t past = 0) {
   if (in.batch == 0 || in.seq == 0 || in.ids.size() != in.batch * in.seq || in.lengths.size() != in.batch)
     throw InputError("no tokens to run the model on");
-  if (in.seq > m.config.max_positions)
-    throw InputError("a sequence has " + std::to_string(in.seq) + " tokens, more than the model's " +
+  if (past + in.seq > m.config.max_positions)
+    throw InputError("a sequence has " + std::to_string(past + in.seq) + " tokens, more than the model's " +
                      std::to_string(m.config.max_positions) + " positions");
   check_fits_in_memory(4.0 * pretrained_trace_floats(m.config, in.batch, in.seq),
                        "the trace of " + std::to_string(in.batch) + " sentences of " + std::to_string(in.seq) + " tokens");
@@ -369,20 +380,24 @@ Tensor bert_pooler(const PretrainedModel& m, const Tensor& hidden) {
   return pooled;
 }
 
-Tensor gpt2_embeddings(const PretrainedModel& m, const PretrainedInput& in, Trace& t) {
+// `past`: the positions a key/value cache holds already (the new tokens come after them).
+Tensor gpt2_embeddings(const PretrainedModel& m, const PretrainedInput& in, size_t past, Trace& t) {
   const size_t S = in.seq, H = m.config.hidden_size;
   t.record("input_ids", ids_tensor(in.ids, in.batch, S), PrintDtype::int64);
   const Tensor wte = lookup(m.word_embeddings, in.ids, in.batch, S, "token id");
   t.record("wte", wte);
   Tensor wpe = Tensor::from_shape({S, H});
-  std::copy_n(m.position_embeddings.data(), S * H, wpe.data());
+  std::copy_n(m.position_embeddings.data() + past * H, S * H, wpe.data());
   t.record("wpe", wpe);
   Tensor x = add_rows(wte, wpe);
   t.stage("embeddings", x);
   return x;
 }
 
-Tensor gpt2_block(const PretrainedModel& m, size_t index, const Tensor& x, const Recorder& rec) {
+// With a cache, x holds the positions after the `past` cached ones: its keys and values join the cache
+// and its queries attend to every cached position too.
+Tensor gpt2_block(const PretrainedModel& m, size_t index, const Tensor& x, const Recorder& rec, KeyValueCache* cache,
+                  size_t past) {
   const PretrainedConfig& c = m.config;
   const EncoderLayer& l = m.layers[index];
   const float eps = float(c.layer_norm_eps);
@@ -393,10 +408,15 @@ Tensor gpt2_block(const PretrainedModel& m, size_t index, const Tensor& x, const
   // ÷ full([], d ** 0.5) (÷ layer_idx + 1 as well with scale_attn_by_inverse_layer_idx, in a second step
   // as GPT2Attention does), then torch.where(causal, w, finfo.min).
   const float lowest = std::numeric_limits<float>::lowest(), scale = float(std::sqrt(double(c.head_dim())));
-  const size_t S = x.shape(1);
-  const HeadAttention a = attend_heads(q, k, v, scale, [&](float* row, size_t, size_t query) {
-    if (c.scale_by_layer) divide_scalar(row, S, float(index + 1));
-    std::fill(row + query + 1, row + S, lowest);
+  const size_t Sk = past + x.shape(1);
+  if (cache) {
+    cache->keys[index] = past ? concat_positions(cache->keys[index], k) : k;
+    cache->values[index] = past ? concat_positions(cache->values[index], v) : v;
+  }
+  const HeadAttention a = attend_heads(q, cache ? cache->keys[index] : k, cache ? cache->values[index] : v, scale,
+                                       [&](float* row, size_t, size_t query) {
+    if (c.scale_by_layer) divide_scalar(row, Sk, float(index + 1));
+    std::fill(row + past + query + 1, row + Sk, lowest);
   }, rec, "attn.scores", "attn.attn_weights");
   const Tensor merged = rec("attn.merged", merge_heads(a.context));
   const Tensor projected = rec("attn.c_proj", linear(merged, l.output.weight, &l.output.bias));
@@ -538,14 +558,19 @@ Trace bert_forward(const PretrainedModel& m, const PretrainedInput& in, const Ho
   return t;
 }
 
-Trace gpt2_forward(const PretrainedModel& m, const PretrainedInput& in, const Hooks* hooks, const LayerStart* start) {
-  check_input(m, in);
+Trace gpt2_forward(const PretrainedModel& m, const PretrainedInput& in, const Hooks* hooks, const LayerStart* start,
+                   KeyValueCache* cache) {
+  if (cache && start) throw InputError("a run resumed at a layer cannot also use a key/value cache");
+  if (cache && cache->keys.size() != m.layers.size()) *cache = {std::vector<Tensor>(m.layers.size()), std::vector<Tensor>(m.layers.size())};
+  const size_t past = cache ? cache->length() : 0;
+  check_input(m, in, past);
   Trace t(hooks);
   const auto output = [](size_t i) { return "h." + std::to_string(i); };
-  Tensor x = start ? resumed(*start, start->layer ? output(start->layer - 1) : "embeddings", t) : gpt2_embeddings(m, in, t);
+  Tensor x = start ? resumed(*start, start->layer ? output(start->layer - 1) : "embeddings", t)
+                   : gpt2_embeddings(m, in, past, t);
   for (size_t i = start ? start->layer : 0; i < m.layers.size(); ++i) {
     const std::string p = output(i);
-    x = gpt2_block(m, i, x, Recorder{t, p + "."});
+    x = gpt2_block(m, i, x, Recorder{t, p + "."}, cache, past);
     t.stage(p, x);
   }
   Tensor final = layer_norm(x, m.final_norm, float(m.config.layer_norm_eps));

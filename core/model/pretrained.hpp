@@ -80,8 +80,15 @@ Trace bert_forward(const PretrainedModel& model, const PretrainedInput& input, c
 // attn.scores, attn.attn_weights, attn.merged, attn.c_proj, residual, ln_2, mlp.c_fc, mlp.act,
 // mlp.c_proj, the block's output), ln_f, logits [B, S, V] and next_token_probs [B, V] (softmax of each
 // row's last real position's logits).
+// With `cache` (generation), the input's tokens come after the positions it holds (one row, or rows of
+// one length): their keys and values join it, their queries attend to every cached position, and the
+// attention stages are [B, n, S, past + S]; an empty cache starts one.
+struct KeyValueCache {
+  std::vector<Tensor> keys, values;  // per layer [B, n, positions, head_dim]; empty before the first run
+  size_t length() const { return keys.empty() || keys[0].dimension() == 0 ? 0 : keys[0].shape(2); }
+};
 Trace gpt2_forward(const PretrainedModel& model, const PretrainedInput& input, const Hooks* hooks = nullptr,
-                   const LayerStart* start = nullptr);
+                   const LayerStart* start = nullptr, KeyValueCache* cache = nullptr);
 // Either family; `hooks`, when given, intervene on the named stages (core/model/trace.hpp); `start`,
 // when given, resumes a run at a layer (core/model/transformer.hpp).
 Trace pretrained_forward(const PretrainedModel& model, const PretrainedInput& input, const Hooks* hooks = nullptr,

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <queue>
 
 #include <nlohmann/json.hpp>
@@ -216,27 +217,78 @@ std::vector<std::string> gpt2_pieces(const std::string& text) {
   return pieces;
 }
 
-std::string readable_token(const std::string& token) {
+namespace {
+
+// A byte-level token's bytes; nothing when it is not one (a special token such as <|endoftext|>).
+std::optional<std::string> token_bytes(const std::string& token) {
   std::string bytes;
   for (char32_t c : utf8::decode(token, "token")) {
     const auto it = symbol_bytes().find(utf8::encode(std::u32string(1, c)));
-    if (it == symbol_bytes().end()) return token;  // not a byte-level token: shown as it is
+    if (it == symbol_bytes().end()) return std::nullopt;
     bytes.push_back(char(it->second));
   }
+  return bytes;
+}
+
+// The length of the UTF-8 character starting at bytes[i], 0 when none starts there.
+size_t character_at(const std::string& bytes, size_t i) {
+  const auto c = static_cast<unsigned char>(bytes[i]);
+  const size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+  return len > 0 && i + len <= bytes.size() && is_valid_utf8(bytes.substr(i, len)) ? len : 0;
+}
+
+}  // namespace
+
+std::string readable_token(const std::string& token) {
+  const std::optional<std::string> bytes = token_bytes(token);
+  if (!bytes) return token;  // not a byte-level token: shown as it is
   std::string out;
-  for (size_t i = 0; i < bytes.size();) {
-    const auto c = static_cast<unsigned char>(bytes[i]);
-    const size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (len > 0 && i + len <= bytes.size() && is_valid_utf8(bytes.substr(i, len))) {
-      const std::string ch = bytes.substr(i, len);
+  for (size_t i = 0; i < bytes->size();) {
+    if (const size_t len = character_at(*bytes, i)) {
+      const std::string ch = bytes->substr(i, len);
       out += ch == " " ? "\xC2\xB7" : ch == "\n" ? "\\n" : ch == "\t" ? "\\t" : ch;
       i += len;
     } else {
       char hex[8];
-      std::snprintf(hex, sizeof hex, "<%02X>", c);
+      std::snprintf(hex, sizeof hex, "<%02X>", static_cast<unsigned char>((*bytes)[i]));
       out += hex;
       ++i;
     }
+  }
+  return out;
+}
+
+namespace {
+
+// How many bytes of the UTF-8 sequence at bytes[i] are well formed (its lead byte and the continuation
+// bytes that may follow it), and whether they make a whole character.
+std::pair<size_t, bool> well_formed_prefix(const std::string& bytes, size_t i) {
+  const auto c = static_cast<unsigned char>(bytes[i]);
+  if (c < 0x80) return {1, true};
+  size_t len = 0;
+  unsigned char low = 0x80, high = 0xBF;  // the second byte's range (Unicode's table 3-7)
+  if (c >= 0xC2 && c <= 0xDF) len = 2;
+  else if (c >= 0xE0 && c <= 0xEF) len = 3, low = c == 0xE0 ? 0xA0 : 0x80, high = c == 0xED ? 0x9F : 0xBF;
+  else if (c >= 0xF0 && c <= 0xF4) len = 4, low = c == 0xF0 ? 0x90 : 0x80, high = c == 0xF4 ? 0x8F : 0xBF;
+  else return {1, false};
+  size_t k = 1;
+  for (; k < len && i + k < bytes.size(); ++k) {
+    const auto b = static_cast<unsigned char>(bytes[i + k]);
+    if (b < (k == 1 ? low : 0x80) || b > (k == 1 ? high : 0xBF)) break;
+  }
+  return {k, k == len};
+}
+
+}  // namespace
+
+std::string byte_level_text(const std::vector<std::string>& tokens) {
+  std::string bytes;
+  for (const std::string& token : tokens) bytes += token_bytes(token).value_or(token);
+  std::string out;
+  for (size_t i = 0; i < bytes.size();) {
+    const auto [len, whole] = well_formed_prefix(bytes, i);
+    out += whole ? bytes.substr(i, len) : "\xEF\xBF\xBD";  // U+FFFD, as Python's errors="replace"
+    i += len;
   }
   return out;
 }

@@ -44,5 +44,9 @@ std::vector<std::string> gpt2_pieces(const std::string& text);
 // A byte-level token as a label: its bytes as text, a space shown as "·", "\n" and "\t" escaped, and
 // each byte that is not part of a whole UTF-8 character (a syllable split across tokens) as "<EC>".
 std::string readable_token(const std::string& token);
+// The text byte-level tokens spell (GPT-2's decode): their bytes in order, each maximal ill-formed part
+// replaced by one U+FFFD as Python's bytes.decode("utf-8", "replace") does; a token that is not
+// byte-level (<|endoftext|>) as it is.
+std::string byte_level_text(const std::vector<std::string>& tokens);
 
 }  // namespace attn

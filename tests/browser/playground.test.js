@@ -776,6 +776,19 @@ function closeToFixture(trace, fx) {
             `${name} from the file input equals PyTorch (${got.trace.stages.length} stages, max |diff| ` +
             `${near.worst.toExponential(2)}) ${got.state.error} ${near.problems.slice(0, 3).join('; ')}`);
     }
+    // attnlab.generate on the loaded GPT-2: attn generate's tokens, text, probabilities and attention.
+    const settings = { prompt: 'the cat sat', max_new_tokens: 6, temperature: 0.8, top_k: 5, seed: 3 };
+    const generated = await page.evaluate((s) => attnlab.generate(s), settings);
+    const cliGenerated = cliJson(['generate', '--model-dir', path.join(fixtures, 'pretrained', 'gpt2_tiny'), '--prompt',
+                                  settings.prompt, '--max-new-tokens', '6', '--temperature', '0.8', '--top-k', '5', '--seed', '3']);
+    const flat = (g) => g.generated.flatMap((t) => [t.probability, ...t.attention.flat(2)]);
+    const gap = cliGenerated ? Math.max(...flat(generated).map((v, i) => Math.abs(v - flat(cliGenerated)[i]))) : 0;
+    check(generated.generated.length === 6 && (!cliGenerated || (generated.text === cliGenerated.text &&
+          JSON.stringify(generated.generated.map((t) => t.id)) === JSON.stringify(cliGenerated.generated.map((t) => t.id)) &&
+          gap <= 1e-6)), `attnlab.generate: ${JSON.stringify(generated.text)}` +
+          (cliGenerated ? `, attn generate's tokens and text, probabilities and attention within ${gap.toExponential(1)}` : ''));
+    const badGenerate = await page.evaluate(() => { try { attnlab.generate({ prompt: 'x', top_p: 2 }); return ''; } catch (e) { return e.message; } });
+    check(/--top-p must be in/.test(badGenerate), 'attnlab.generate refuses bad settings: ' + badGenerate);
     const pickle = await page.evaluate(() => {
       try { attnlab.loadModel([{ name: 'config.json', bytes: '{"model_type": "bert"}' }, { name: 'pytorch_model.bin', bytes: new Uint8Array(8) }]); return ''; }
       catch (e) { return e.message; }

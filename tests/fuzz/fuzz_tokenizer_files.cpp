@@ -1,6 +1,6 @@
 // A checkpoint's tokenizer files and sentences (attn encode --model-dir, the playground's Model
 // files…). The first byte picks what the rest is: 0 BERT's vocab.txt, 1 GPT-2's vocab.json, 2 its
-// merges.txt, 3 a sentence for both; the other files are small ones made here. Each tokenizer then
+// merges.txt, 3 a sentence for both (and its bytes decoded as byte-level tokens); the other files are small ones made here. Each tokenizer then
 // encodes sentences with it.
 #include "core/base/json.hpp"
 #include "core/text/tokenizer_bpe.hpp"
@@ -57,6 +57,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         attn::WordPieceTokenizer({"[UNK]", "[CLS]", "[SEP]", "the", "##s", "!"}, attn::WordPieceOptions(), "vocab.txt")
             .encode(rest, &rest);
         attn::BytePairTokenizer(byte_tokens(), {{attn::byte_symbol('t'), attn::byte_symbol('h')}}).encode(rest);
+        // The bytes as byte-level tokens (attn generate's text): decoded, valid UTF-8, and the bytes
+        // themselves when they were.
+        std::vector<std::string> tokens;
+        for (unsigned char c : rest) tokens.push_back(attn::byte_symbol(c));
+        const std::string text = attn::byte_level_text(tokens);
+        if (!attn::is_valid_utf8(text)) attn::fuzz::finding("byte_level_text gave invalid UTF-8");
+        if (attn::is_valid_utf8(rest) && text != rest) attn::fuzz::finding("byte_level_text changed valid UTF-8");
       }
     }
   });

@@ -1,0 +1,197 @@
+#include "core/model/generate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "core/base/error.hpp"
+#include "core/model/pretrained.hpp"
+#include "core/text/tokenizer_bpe.hpp"
+#include "core/torch/rng.hpp"
+
+namespace attn {
+
+void check_sampling(const SamplingOptions& o) {
+  if (!std::isfinite(o.temperature) || o.temperature < 0)
+    throw InputError("--temperature must be 0 (greedy) or positive and finite, got " + std::to_string(o.temperature));
+  if (!(o.top_p > 0 && o.top_p <= 1)) throw InputError("--top-p must be in (0, 1], got " + std::to_string(o.top_p));
+}
+
+namespace {
+
+// Softmax over the entries of `x` that are not -inf, in double.
+std::vector<double> softmax_kept(const std::vector<float>& x) {
+  const float max = *std::max_element(x.begin(), x.end());
+  std::vector<double> p(x.size());
+  double sum = 0;
+  for (size_t i = 0; i < x.size(); ++i) sum += p[i] = std::isinf(x[i]) ? 0.0 : std::exp(double(x[i]) - double(max));
+  for (double& v : p) v /= sum;
+  return p;
+}
+
+// TopKLogitsWarper: every score below the k-th largest becomes -inf.
+void keep_top_k(std::vector<float>& scores, size_t k) {
+  if (k == 0 || k >= scores.size()) return;
+  std::vector<float> sorted = scores;
+  std::nth_element(sorted.begin(), sorted.begin() + std::ptrdiff_t(k - 1), sorted.end(), std::greater<float>());
+  const float threshold = sorted[k - 1];
+  for (float& s : scores)
+    if (s < threshold) s = -std::numeric_limits<float>::infinity();
+}
+
+// TopPLogitsWarper: in ascending order of score, the tokens whose cumulative probability stays <= 1 − p
+// become -inf (the likeliest token always stays).
+void keep_top_p(std::vector<float>& scores, double top_p) {
+  if (top_p >= 1) return;
+  const std::vector<double> p = softmax_kept(scores);
+  std::vector<size_t> order(scores.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] < scores[b]; });
+  double cumulative = 0;
+  for (size_t i = 0; i + 1 < order.size(); ++i) {
+    cumulative += p[order[i]];
+    if (cumulative > 1 - top_p) break;
+    scores[order[i]] = -std::numeric_limits<float>::infinity();
+  }
+}
+
+}  // namespace
+
+std::vector<double> next_token_distribution(const float* logits, size_t vocab, const SamplingOptions& o) {
+  std::vector<float> scores(logits, logits + vocab);
+  if (o.temperature == 0) return softmax_kept(scores);
+  for (float& s : scores) s = s / float(o.temperature);
+  keep_top_k(scores, o.top_k);
+  keep_top_p(scores, o.top_p);
+  return softmax_kept(scores);
+}
+
+namespace {
+
+// The first token whose cumulative probability (vocabulary order) passes u · total: u = torch.rand(1).
+size_t draw(const std::vector<double>& p, TorchGenerator& gen) {
+  float u = 0;
+  gen.uniform_(&u, 1, 0.0, 1.0);
+  const double target = double(u) * std::accumulate(p.begin(), p.end(), 0.0);
+  double cumulative = 0;
+  size_t last = 0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] <= 0) continue;
+    last = i;
+    cumulative += p[i];
+    if (cumulative > target) return i;
+  }
+  return last;  // rounding left u · total past the end
+}
+
+// The last query row of each layer's attention weights [1, heads, Sq, Sk]: [heads, Sk].
+std::vector<Tensor> last_row_attention(const Trace& t, size_t layers) {
+  std::vector<Tensor> out;
+  for (size_t l = 0; l < layers; ++l) {
+    const Tensor& w = t.at(attention_weights_stage(ModelFamily::gpt2, l));
+    const size_t heads = w.shape(1), sq = w.shape(2), sk = w.shape(3);
+    Tensor row = Tensor::from_shape({heads, sk});
+    for (size_t h = 0; h < heads; ++h) std::copy_n(w.data() + (h * sq + sq - 1) * sk, sk, row.data() + h * sk);
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+PretrainedInput one_token(int64_t id) { return {{id}, {}, {1}, 1, 1}; }
+
+}  // namespace
+
+Generation generate(const Pretrained& p, const std::string& prompt, size_t max_new_tokens, const SamplingOptions& o) {
+  const PretrainedModel& m = p.model;
+  if (m.config.family != ModelFamily::gpt2) throw InputError("generation needs a GPT-2 checkpoint (this one is BERT)");
+  check_sampling(o);
+  if (prompt.empty()) throw InputError("the prompt is empty: give the text to continue");
+  PretrainedBatch batch = tokenize_pretrained(p, {prompt});
+  const size_t S = batch.input.seq, positions = m.config.max_positions;
+  if (S + max_new_tokens > positions)
+    throw InputError("the prompt's " + std::to_string(S) + " tokens and " + std::to_string(max_new_tokens) +
+                     " new ones make more than the model's " + std::to_string(positions) + " positions");
+  Generation g{batch.input.ids, batch.tokens[0], {}, ""};
+  const std::optional<int64_t> end = tokenizer_find(p.tokenizer, "<|endoftext|>");
+  const size_t V = m.config.vocab_size;
+  TorchGenerator gen(o.seed);
+  KeyValueCache cache;
+  Trace t = gpt2_forward(m, batch.input, nullptr, nullptr, &cache);
+  std::vector<std::string> text_tokens;
+  for (int64_t id : g.prompt_ids) text_tokens.push_back(tokenizer_token(p.tokenizer, id));
+  for (size_t n = 0; n < max_new_tokens; ++n) {
+    const Tensor& logits = t.at("logits");
+    const std::vector<double> dist = next_token_distribution(logits.data() + (logits.shape(1) - 1) * V, V, o);
+    const size_t id = o.temperature == 0 ? size_t(std::max_element(dist.begin(), dist.end()) - dist.begin()) : draw(dist, gen);
+    g.tokens.push_back({int64_t(id), token_label(p, int64_t(id)), dist[id], last_row_attention(t, m.layers.size())});
+    text_tokens.push_back(tokenizer_token(p.tokenizer, int64_t(id)));
+    if ((end && int64_t(id) == *end) || n + 1 == max_new_tokens) break;
+    t = gpt2_forward(m, one_token(int64_t(id)), nullptr, nullptr, &cache);
+  }
+  g.text = byte_level_text(text_tokens);
+  return g;
+}
+
+namespace {
+
+// A whole number >= min from a JSON number; else an InputError naming `key`.
+uint64_t whole_number(const Json& v, const std::string& key, uint64_t min) {
+  if (v.is_number_unsigned() && v.get<uint64_t>() >= min) return v.get<uint64_t>();
+  throw InputError("generate: " + key + " expects a whole number >= " + std::to_string(min) + ", got " + v.dump());
+}
+
+double number(const Json& v, const std::string& key) {
+  if (!v.is_number()) throw InputError("generate: " + key + " expects a number, got " + v.dump());
+  return v.get<double>();
+}
+
+}  // namespace
+
+GenerateSettings generate_settings(const Json& j) {
+  if (!j.is_object()) throw InputError("generate expects an object {prompt, max_new_tokens, temperature, top_k, top_p, seed}");
+  GenerateSettings g;
+  for (const auto& [key, v] : j.items()) {
+    if (key == "prompt") {
+      if (!v.is_string()) throw InputError("generate: prompt expects a string, got " + v.dump());
+      g.prompt = v.get<std::string>();
+    } else if (key == "max_new_tokens") {
+      g.max_new_tokens = size_t(whole_number(v, key, 1));
+    } else if (key == "temperature") {
+      g.sampling.temperature = number(v, key);
+    } else if (key == "top_k") {
+      g.sampling.top_k = size_t(whole_number(v, key, 0));
+    } else if (key == "top_p") {
+      g.sampling.top_p = number(v, key);
+    } else if (key == "seed") {
+      g.sampling.seed = whole_number(v, key, 0);
+    } else {
+      throw InputError("generate: unknown setting '" + key + "' (prompt, max_new_tokens, temperature, top_k, top_p, seed)");
+    }
+  }
+  check_sampling(g.sampling);
+  return g;
+}
+
+Json generation_json(const Pretrained& p, const Generation& g, size_t max_new_tokens, const SamplingOptions& o) {
+  Json generated = Json::array();
+  for (const GeneratedToken& t : g.tokens) {
+    Json layers = Json::array();
+    for (const Tensor& a : t.attention) {
+      Json heads = Json::array();
+      for (size_t h = 0; h < a.shape(0); ++h)
+        heads.push_back(std::vector<float>(a.data() + h * a.shape(1), a.data() + (h + 1) * a.shape(1)));
+      layers.push_back(std::move(heads));
+    }
+    generated.push_back({{"id", t.id}, {"token", t.token}, {"probability", t.probability}, {"attention", std::move(layers)}});
+  }
+  const PretrainedConfig& c = p.model.config;
+  return {{"model", {{"architecture", c.architecture}, {"layers", c.num_layers}, {"heads", c.num_heads}}},
+          {"prompt", {{"ids", g.prompt_ids}, {"tokens", g.prompt_tokens}}},
+          {"settings", {{"max_new_tokens", max_new_tokens}, {"temperature", o.temperature}, {"top_k", o.top_k},
+                        {"top_p", o.top_p}, {"seed", o.seed}}},
+          {"generated", std::move(generated)},
+          {"text", g.text}};
+}
+
+}  // namespace attn

@@ -1,0 +1,63 @@
+// Text generation with a GPT-2 checkpoint, token by token with a key/value cache (each new token runs
+// one position through the model): greedy or sampled (temperature, top-k, top-p, as transformers'
+// logits warpers apply them), reproducible from a seed, keeping where each predicting position looked.
+// docs/generate.md gives the definitions.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/base/json.hpp"
+#include "core/base/tensor.hpp"
+#include "core/model/pretrained_files.hpp"
+
+namespace attn {
+
+struct SamplingOptions {
+  double temperature = 1.0;  // 0: greedy (the likeliest token)
+  size_t top_k = 0;          // 0: no top-k filter
+  double top_p = 1.0;        // 1: no nucleus filter
+  uint64_t seed = 0;         // torch.manual_seed's value for the draws
+};
+// InputError naming the flag for a negative or non-finite temperature, top_p outside (0, 1].
+void check_sampling(const SamplingOptions& o);
+
+// The distribution a step draws from: softmax(logits / T) over the tokens top-k and top-p keep (the
+// others 0), in vocabulary order. With T = 0 (greedy: the likeliest token, the first of equals), the
+// plain softmax(logits), unfiltered.
+std::vector<double> next_token_distribution(const float* logits, size_t vocab, const SamplingOptions& o);
+
+struct GeneratedToken {
+  int64_t id = 0;
+  std::string token;   // readable label
+  double probability;  // in the distribution it was drawn from (greedy: the plain softmax)
+  // Where the position that predicted it looked: per layer [heads, keys] over every earlier token.
+  std::vector<Tensor> attention;
+};
+struct Generation {
+  std::vector<int64_t> prompt_ids;
+  std::vector<std::string> prompt_tokens;
+  std::vector<GeneratedToken> tokens;
+  std::string text;  // prompt and generated tokens decoded
+};
+
+// The prompt (at least one token), then max_new_tokens tokens; an InputError when they would not fit in
+// the model's positions, or for a model that is not GPT-2.
+Generation generate(const Pretrained& model, const std::string& prompt, size_t max_new_tokens,
+                    const SamplingOptions& options);
+
+// What to generate, as the JS API (and a Python caller) gives it: {"prompt", "max_new_tokens",
+// "temperature", "top_k", "top_p", "seed"}, all but the prompt optional (attn generate's defaults);
+// an InputError names an unknown key or a value of the wrong type or range.
+struct GenerateSettings {
+  std::string prompt;
+  size_t max_new_tokens = 20;
+  SamplingOptions sampling;
+};
+GenerateSettings generate_settings(const Json& settings);
+
+// `attn generate --json`: {"model", "prompt": {"ids", "tokens"}, "settings", "generated": [{"id", "token",
+// "probability", "attention": [layer][head][key]}], "text"}.
+Json generation_json(const Pretrained& model, const Generation& g, size_t max_new_tokens, const SamplingOptions& o);
+
+}  // namespace attn
