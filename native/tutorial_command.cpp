@@ -39,10 +39,11 @@ Ablation ablation_of(const TutorialOptions& o, const TutorialConfig& c) {
 // The run with its head ablated: zeros, or its output's mean over the real tokens of a clean run of the
 // same sentences (another text would build another vocabulary, and so draw other parameters).
 TutorialRun ablated_run(const TutorialConfig& c, const Ablation& a) {
-  if (a.empty()) return run_tutorial(c);
-  const TutorialRun clean = run_tutorial(c);
-  const Hooks hooks = ablation_hooks(model_stages(c), a, &clean.trace, clean.batch.lengths);
-  return run_tutorial(c, &hooks);
+  TutorialRun run = run_tutorial(c);
+  if (!a.empty())
+    run.trace = ablated_trace(a, model_stages(c), run.batch.lengths,
+                              [&](const Hooks* h) { return h ? run_tutorial(c, h).trace : run.trace; });
+  return run;
 }
 
 void run(const TutorialOptions& o, const CLI::App& cmd) {

@@ -434,20 +434,6 @@ bool reusable_model(const Computed* previous, const TransformerConfig& t, uint64
          config_to_json(previous->model->config) == config_to_json(t);
 }
 
-// The run with the configuration's ablation, if any: mean ablation takes its means from the clean run on
-// the same sentences (as attn encode without --mean-data); `clean_output` keeps that run's `output`
-// stage (none: null) to show what the ablation changed.
-template <class Run>
-Trace ablated(const Ablation& a, const ModelStages& m, const std::vector<size_t>& lengths, const Run& run,
-              const char* output, Tensor& clean_output) {
-  if (a.empty()) return run(nullptr);
-  check_ablation(a, m);
-  const Trace clean = run(nullptr);
-  if (output) clean_output = clean.at(output);
-  const Hooks hooks = ablation_hooks(m, a, &clean, lengths);
-  return run(&hooks);
-}
-
 void compute_tutorial(const PlaygroundConfig& c, const Computed* previous, Computed& out) {
   TutorialConfig t;
   t.sentences = c.sentences;
@@ -464,9 +450,9 @@ void compute_tutorial(const PlaygroundConfig& c, const Computed* previous, Compu
   TutorialRun run = run_tutorial(t);
   out.stages = model_stages(t);
   if (!c.ablation.empty())  // the clean run is `run`; the ablated one replaces its trace
-    run.trace = ablated(c.ablation, out.stages, run.batch.lengths,
-                        [&](const Hooks* h) { return h ? run_tutorial(t, h).trace : run.trace; }, "attention_output",
-                        out.clean_output);
+    run.trace = ablated_trace(c.ablation, out.stages, run.batch.lengths,
+                              [&](const Hooks* h) { return h ? run_tutorial(t, h).trace : run.trace; },
+                              "attention_output", &out.clean_output);
   out.vocab = run.vocab;
   out.tokens = run.batch.tokens;
   out.header = tutorial_json(TutorialRun{run.config, run.vocab, run.batch, TutorialParameters(), Trace()});
@@ -544,8 +530,8 @@ void compute_transformer(const PlaygroundConfig& c, const Computed* previous, co
       TorchGenerator dropout = gen;
       return classify(*out.model, batch.ids, batch.batch, batch.seq, c.mask, c.train ? &dropout : nullptr, hooks);
     };
-    out.trace = ablated(c.ablation, out.stages, batch.lengths, run, t.classifier_head ? "logits" : nullptr,
-                        out.clean_output);
+    out.trace = ablated_trace(c.ablation, out.stages, batch.lengths, run, t.classifier_head ? "logits" : nullptr,
+                              &out.clean_output);
   }
   out.parameter_count = parameter_count(*out.model);
   out.header = transformer_header(out, vocab, batch, c.train);
@@ -570,8 +556,8 @@ void compute_pretrained(const Pretrained& p, const PlaygroundConfig& c, Computed
   if (const double floats = pretrained_trace_floats(t, B, S); floats > max_trace_floats) too_big(floats);
   const auto run = [&](const Hooks* hooks) { return pretrained_forward(p.model, batch.input, hooks); };
   out.stages = model_stages(t);
-  out.trace = ablated(c.ablation, out.stages, batch.input.lengths, run,
-                      t.family == ModelFamily::gpt2 ? "next_token_probs" : nullptr, out.clean_output);
+  out.trace = ablated_trace(c.ablation, out.stages, batch.input.lengths, run,
+                            t.family == ModelFamily::gpt2 ? "next_token_probs" : nullptr, &out.clean_output);
   out.mask = Tensor::from_shape({B, S, S});
   for (size_t b = 0; b < B; ++b)
     for (size_t q = 0; q < S; ++q)

@@ -87,4 +87,18 @@ std::vector<std::string> residual_stream_stages(const ModelStages& model);
 Hooks ablation_hooks(const ModelStages& model, const Ablation& ablation, const Trace* clean,
                      const std::vector<size_t>& lengths);
 
+// `run` (a forward pass: const Hooks* → Trace) with the ablation's hooks, checked against `model`; mean
+// ablation takes its means from a clean run of the same inputs (`lengths`: their real tokens). With
+// `output` and `clean_output`, the clean run's `output` stage is kept there, to show what changed.
+template <class Run>
+Trace ablated_trace(const Ablation& ablation, const ModelStages& model, const std::vector<size_t>& lengths, const Run& run,
+                    const char* output = nullptr, Tensor* clean_output = nullptr) {
+  if (ablation.empty()) return run(nullptr);
+  check_ablation(ablation, model);
+  const Trace clean = run(nullptr);
+  if (output && clean_output) *clean_output = clean.at(output);
+  const Hooks hooks = ablation_hooks(model, ablation, &clean, lengths);
+  return run(&hooks);
+}
+
 }  // namespace attn

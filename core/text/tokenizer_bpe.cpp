@@ -230,36 +230,6 @@ std::optional<std::string> token_bytes(const std::string& token) {
   return bytes;
 }
 
-// The length of the UTF-8 character starting at bytes[i], 0 when none starts there.
-size_t character_at(const std::string& bytes, size_t i) {
-  const auto c = static_cast<unsigned char>(bytes[i]);
-  const size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-  return len > 0 && i + len <= bytes.size() && is_valid_utf8(bytes.substr(i, len)) ? len : 0;
-}
-
-}  // namespace
-
-std::string readable_token(const std::string& token) {
-  const std::optional<std::string> bytes = token_bytes(token);
-  if (!bytes) return token;  // not a byte-level token: shown as it is
-  std::string out;
-  for (size_t i = 0; i < bytes->size();) {
-    if (const size_t len = character_at(*bytes, i)) {
-      const std::string ch = bytes->substr(i, len);
-      out += ch == " " ? "\xC2\xB7" : ch == "\n" ? "\\n" : ch == "\t" ? "\\t" : ch;
-      i += len;
-    } else {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "<%02X>", static_cast<unsigned char>((*bytes)[i]));
-      out += hex;
-      ++i;
-    }
-  }
-  return out;
-}
-
-namespace {
-
 // How many bytes of the UTF-8 sequence at bytes[i] are well formed (its lead byte and the continuation
 // bytes that may follow it), and whether they make a whole character.
 std::pair<size_t, bool> well_formed_prefix(const std::string& bytes, size_t i) {
@@ -280,6 +250,27 @@ std::pair<size_t, bool> well_formed_prefix(const std::string& bytes, size_t i) {
 }
 
 }  // namespace
+
+std::string readable_token(const std::string& token) {
+  const std::optional<std::string> bytes = token_bytes(token);
+  if (!bytes) return token;  // not a byte-level token: shown as it is
+  std::string out;
+  for (size_t i = 0; i < bytes->size();) {
+    const auto [len, whole] = well_formed_prefix(*bytes, i);
+    if (whole) {
+      const std::string ch = bytes->substr(i, len);
+      out += ch == " " ? "\xC2\xB7" : ch == "\n" ? "\\n" : ch == "\t" ? "\\t" : ch;
+    } else {
+      for (size_t k = i; k < i + len; ++k) {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "<%02X>", static_cast<unsigned char>((*bytes)[k]));
+        out += hex;
+      }
+    }
+    i += len;
+  }
+  return out;
+}
 
 std::string byte_level_text(const std::vector<std::string>& tokens) {
   std::string bytes;
