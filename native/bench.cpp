@@ -23,6 +23,7 @@
 #include "core/io/safetensors.hpp"
 #include "core/batch/batch.hpp"
 #include "core/train/train.hpp"
+#include "core/train/train_lm.hpp"
 #include "core/model/patching.hpp"
 #include "core/model/tutorial.hpp"
 #include "native/cli.hpp"
@@ -300,6 +301,45 @@ void bench_train(Context& c) {
   }
 }
 
+// One training step of GPT-2 (GPT2LMHeadModel from its config, initialised as transformers does; dropout
+// 0.1; the next-token loss; backward; AdamW) on B windows of S tokens: d 128 × 4 layers, S 64, B 16,
+// vocab 256, and GPT-2 small's layer stack (d 768, 12 heads, 12 layers, vocab 50257) at S 128, B 4.
+void bench_train_lm(Context& c) {
+  struct Size {
+    size_t d, heads, layers, vocab, batch, seq;
+  };
+  const std::vector<Size> sizes = c.options.quick ? std::vector<Size>{{32, 2, 1, 64, 2, 8}}
+                                                  : std::vector<Size>{{128, 4, 4, 256, 16, 64}, {768, 12, 12, 50257, 4, 128}};
+  const double peak = c.peak_flops();
+  for (const Size& z : sizes) {
+    PretrainedConfig config;
+    config.family = ModelFamily::gpt2, config.vocab_size = z.vocab, config.hidden_size = z.d, config.num_heads = z.heads;
+    config.num_layers = z.layers, config.intermediate_size = 4 * z.d, config.max_positions = z.seq;
+    config.layer_norm_eps = 1e-5, config.activation = HiddenAct::gelu_new;
+    std::vector<train::LabelledItem> items(z.batch);
+    std::mt19937 draw(1);
+    for (size_t i = 0; i < items.size(); ++i) {
+      items[i].line = i + 1;
+      for (size_t s = 0; s < z.seq; ++s) items[i].ids.push_back(int64_t(draw() % z.vocab));
+    }
+    const double rows = double(z.batch * z.seq), d = double(z.d);
+    const double forward = double(z.layers) * (rows * 24 * d * d + 4.0 * rows * double(z.seq) * d) + 2 * rows * d * double(z.vocab);
+    const double flops = 3 * forward;
+    for (Rounding rounding : {Rounding::exact, Rounding::fused}) {
+      TorchGenerator gen(0);
+      PretrainedModel model = gpt2_init(config, gen);
+      train::TrainSettings settings;
+      settings.steps = size_t(1) << 30, settings.batch_size = z.batch, settings.shuffle = false;
+      settings.rounding = rounding, settings.threads = c.threads;
+      train::LmTrainer trainer(std::move(model), items, settings, gen);
+      const Timing t = measure([&] { trainer.step(); }, c.budget);
+      c.report("train-lm", {{"batch", z.batch}, {"seq", z.seq}, {"d_model", z.d}, {"heads", z.heads}, {"layers", z.layers},
+                            {"vocab", z.vocab}, {"path", rounding == Rounding::exact ? "exact" : "fast"}},
+               t, flops, {{"steps_per_s", 1 / median(t.seconds)}, {"fraction_of_peak", flops / median(t.seconds) / peak}});
+    }
+  }
+}
+
 // A GPT-2-shaped model of random weights (N(0, 0.02), as GPT-2 initialises them; LayerNorms 1 and 0).
 PretrainedModel random_gpt2(size_t layers, size_t heads, size_t d, size_t vocab, size_t positions) {
   PretrainedModel m;
@@ -365,7 +405,7 @@ void bench_patch(Context& c) {
 
 const std::vector<std::pair<std::string, void (*)(Context&)>> all_cases = {
     {"tutorial", bench_tutorial}, {"sdpa", bench_sdpa},   {"mha", bench_mha},    {"encoder", bench_encoder},
-    {"gemm", bench_gemm},         {"train", bench_train}, {"patch", bench_patch}};
+    {"gemm", bench_gemm},         {"train", bench_train}, {"patch", bench_patch},  {"train-lm", bench_train_lm}};
 
 // ---------------------------------------------------------------------------------------------
 // PyTorch side by side
@@ -447,7 +487,7 @@ std::string format_row(const Json& r) {
 }  // namespace
 
 void add_bench_options(CLI::App& cmd, BenchOptions& o) {
-  cmd.add_option("cases", o.cases, "tutorial, sdpa, mha, encoder, gemm, train, patch (default: all)");
+  cmd.add_option("cases", o.cases, "tutorial, sdpa, mha, encoder, gemm, train, patch, train-lm (default: all)");
   cmd.add_option("--threads", o.threads, "threads (default: the number of cores)");
   cmd.add_option("--isa", o.isa, "force the kernels' instruction set: avx512, avx2, sse4.2");
   cmd.add_option("--backend", o.backend, "compute backend of the sdpa, mha and encoder cases (cpu, gl, cuda, auto)");

@@ -18,6 +18,7 @@
 #include "core/train/train.hpp"
 #include "native/commands.hpp"
 #include "core/train/train_run.hpp"
+#include "core/model/gpt2.hpp"
 
 namespace attn::cli {
 namespace {
@@ -27,13 +28,13 @@ extern "C" void on_interrupt(int) { interrupted = 1; }
 
 std::string checkpoint_path(const std::string& dir) { return dir + "/checkpoint.safetensors"; }
 
-void save_checkpoint(const std::string& dir, const train::Trainer& trainer, const Json& run) {
+void save_checkpoint(const std::string& dir, const train::Training& trainer, const Json& run) {
   write_safetensors(checkpoint_path(dir), trainer.checkpoint_tensors(),
                     {{"attnlab", "train checkpoint"}, {"run", run.dump()}, {"state", trainer.checkpoint_meta().dump()}});
 }
 
 // Reads the checkpoint through the same checks as any weights file, then its identity.
-void resume(const std::string& dir, train::Trainer& trainer, const Json& run) {
+void resume(const std::string& dir, train::Training& trainer, const Json& run) {
   const std::string path = checkpoint_path(dir);
   std::map<std::string, std::string> meta;
   const auto tensors = read_safetensors(path, &meta);
@@ -78,7 +79,7 @@ std::string duration(double seconds) {
 
 class Run {
  public:
-  Run(const TrainOptions& o, train::RunData data, train::Trainer& trainer)
+  Run(const TrainOptions& o, train::RunData data, train::Training& trainer)
       : o_(o), data_(std::move(data)), trainer_(trainer), progress_(!o.quiet && isatty(STDERR_FILENO)) {}
 
   // Steps until the end or an interruption; returns the exit status.
@@ -139,7 +140,7 @@ class Run {
 
   const TrainOptions& o_;
   train::RunData data_;
-  train::Trainer& trainer_;
+  train::Training& trainer_;
   const bool progress_;
   std::ofstream log_;
   Json run_;
@@ -163,6 +164,36 @@ void write_outputs(const TrainOptions& o, const train::Trainer& trainer, const V
   }
 }
 
+void write_text(const std::string& path, const std::string& text) {
+  write_file_atomically(path, [&](std::ostream& s) { s << text; });
+}
+
+// A language model's files: the checkpoint as save_pretrained writes it (config.json, model.safetensors)
+// and its tokenizer's, each file written whole or not at all.
+void write_lm_outputs(const TrainOptions& o, const train::LmTrainer& trainer, const BytePairTokenizer& tokenizer) {
+  const std::string config = gpt2_config_json(trainer.model().config).dump(2) + "\n";
+  if (!o.save_weights.empty()) write_safetensors(o.save_weights, gpt2_state_dict(trainer.model()), {{"format", "pt"}});
+  if (!o.save_config.empty()) write_text(o.save_config, config);
+  if (!o.save_vocab.empty()) write_text(o.save_vocab, tokenizer.vocab_json());
+  if (!o.save_merges.empty()) write_text(o.save_merges, tokenizer.merges_txt());
+  if (!o.save_grads.empty()) write_safetensors(o.save_grads, gpt2_state_dict(trainer.gradients()));
+  if (o.save_model_dir.empty()) return;
+  std::error_code error;
+  std::filesystem::create_directories(o.save_model_dir, error);
+  if (error) throw InputError("cannot make model folder '" + o.save_model_dir + "': " + error.message());
+  const std::string dir = o.save_model_dir + "/";
+  write_safetensors(dir + "model.safetensors", gpt2_state_dict(trainer.model()), {{"format", "pt"}});
+  write_text(dir + "config.json", config);
+  write_text(dir + "vocab.json", tokenizer.vocab_json());
+  write_text(dir + "merges.txt", tokenizer.merges_txt());
+  const Json special = {{"bos_token", "<|endoftext|>"}, {"eos_token", "<|endoftext|>"}, {"unk_token", "<|endoftext|>"}};
+  Json tokenizer_config = special;
+  tokenizer_config.update({{"add_prefix_space", false}, {"model_max_length", trainer.model().config.max_positions},
+                           {"tokenizer_class", "GPT2Tokenizer"}});
+  write_text(dir + "tokenizer_config.json", tokenizer_config.dump(2) + "\n");
+  write_text(dir + "special_tokens_map.json", special.dump(2) + "\n");
+}
+
 void summarize(const Run& run, size_t steps) {
   std::printf("trained %zu steps in %.1f s: loss %.4f, accuracy %.1f%% on the last batch", steps, run.seconds(),
               double(run.last().loss), 100 * run.last().accuracy);
@@ -178,7 +209,7 @@ void run_train(TrainOptions& o) {
     write_file_atomically(o.save_data, [&](std::ostream& s) { s << train::data_jsonl(r.data.sets.train); });
   if (!o.save_val_data.empty())
     write_file_atomically(o.save_val_data, [&](std::ostream& s) { s << train::data_jsonl(r.data.sets.val); });
-  train::Trainer& trainer = *r.trainer;
+  train::Training& trainer = r.training();
   if (!o.checkpoint.empty()) {
     std::error_code error;
     std::filesystem::create_directories(o.checkpoint, error);
@@ -191,28 +222,37 @@ void run_train(TrainOptions& o) {
     write_file_atomically(o.log, [](std::ostream&) {});
   }
   const Vocab vocab = r.data.vocab;
+  const auto tokenizer = r.data.tokenizer;
   Run run(o, std::move(r.data), trainer);
   run.set_identity(r.identity);
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
   o.exit_status = run(r.eval_every);
   if (o.exit_status != 0) return;
-  write_outputs(o, trainer, vocab);
+  if (r.lm_trainer)
+    write_lm_outputs(o, *r.lm_trainer, *tokenizer);
+  else
+    write_outputs(o, *r.trainer, vocab);
   if (!o.quiet) summarize(run, r.settings.steps);
 }
 
 }  // namespace
 
 void add_train_command(CLI::App& app, TrainOptions& o) {
-  CLI::App* cmd = app.add_subcommand("train", "train the classifier on a built-in task or a labelled file, as "
-                                              "PyTorch would (same seed, same losses)");
+  CLI::App* cmd = app.add_subcommand("train", "train the classifier or a GPT-2 language model on a built-in task or "
+                                              "a data file, as PyTorch would (same seed, same losses)");
   o.model.mask = "";  // empty: the task's mask, else padding
   add_model_options(*cmd, o.model, true);
-  std::string task_names;
+  add_pretrained_options(*cmd, o.model);
+  std::string task_names, lm_task_names;
   for (const auto& t : train::tasks()) task_names += (task_names.empty() ? "" : ", ") + t.name;
-  auto* task = cmd->add_option("--task", o.task, "built-in task: " + task_names + " (docs/training.md)");
-  cmd->add_option("--data", o.data, "labelled data: JSON Lines {\"text\"|\"ids\", \"label\"} or TSV label<TAB>sentence")
-      ->excludes(task);
+  for (const auto& t : train::lm_tasks()) lm_task_names += (lm_task_names.empty() ? "" : ", ") + t.name;
+  cmd->add_option("--task", o.task, "built-in task: the classifier's " + task_names + " (docs/training.md); a language "
+                                    "model's " + lm_task_names + " (docs/training-lm.md)");
+  cmd->add_option("--data", o.data, "labelled data: JSON Lines {\"text\"|\"ids\", \"label\"} or TSV label<TAB>sentence; "
+                                    "a language model's: JSON Lines {\"text\"|\"ids\"} or a .txt text");
+  cmd->add_option("--seq-len", o.seq_len, "language models: tokens per training window (default: the task's, else "
+                                          "n_positions up to 128)");
   cmd->add_option("--val-data", o.val_data, "validation data, in the same formats");
   cmd->add_option("--val-fraction", o.val_fraction, "hold out this share of --data for validation (seeded)");
   cmd->add_option("--save-data", o.save_data, "write the training items as JSON Lines (a --task's, or what "
@@ -239,7 +279,10 @@ void add_train_command(CLI::App& app, TrainOptions& o) {
   cmd->add_option("--log", o.log, "JSON Lines: one record per step and one per evaluation");
   cmd->add_option("--save-weights", o.save_weights, "write the trained state_dict (safetensors)");
   cmd->add_option("--save-config", o.save_config, "write the model config (JSON, for --config)");
-  cmd->add_option("--save-vocab", o.save_vocab, "write the vocabulary (JSON, for --vocab)");
+  cmd->add_option("--save-vocab", o.save_vocab, "write the vocabulary (JSON, for --vocab; a language model's vocab.json)");
+  cmd->add_option("--save-merges", o.save_merges, "language models: write the tokenizer's merges.txt (for --merges)");
+  cmd->add_option("--save-model-dir", o.save_model_dir, "language models: write a Hugging Face GPT-2 folder (config.json, "
+                                                        "model.safetensors, vocab.json, merges.txt, tokenizer files)");
   cmd->add_option("--save-grads", o.save_grads, "write the last step's gradients (safetensors, state_dict names)");
   cmd->add_option("--checkpoint", o.checkpoint, "keep a checkpoint in this folder (every --checkpoint-every steps, "
                                                 "at the end and at Ctrl-C)");

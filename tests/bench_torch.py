@@ -226,6 +226,32 @@ def bench_train(args):
     return out
 
 
+def bench_train_lm(args):
+    """One training step of GPT-2 (tests/torchgen/gpt2_train.py's GPT2LMHeadModel, transformers' eager math,
+    dropout 0.1): the next-token loss, backward, AdamW; the sizes of attn bench's train-lm case."""
+    G = torchgen("gpt2_train")
+    sizes = [(32, 2, 1, 64, 2, 8)] if args.quick else [(128, 4, 4, 256, 16, 64), (768, 12, 12, 50257, 4, 128)]
+    out = []
+    with torch.enable_grad():
+        for d, heads, layers, vocab, b, s in sizes:
+            config = dict(G.BASE, n_embd=d, n_head=heads, n_layer=layers, n_positions=s, vocab_size=vocab)
+            model = G.GPT2LMHeadModel(config).train()
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+            x = torch.randint(0, vocab, (b, s))
+
+            def step():
+                loss = model(x, x)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            samples, extra = measure(step, args.budget)
+            rows = b * s
+            flops = 3 * (layers * (rows * 24 * d * d + 4.0 * rows * s * d) + 2 * rows * d * vocab)
+            params = {"batch": b, "seq": s, "d_model": d, "heads": heads, "layers": layers, "vocab": vocab}
+            out.append(result("train-lm", params, samples, extra, flops, steps_per_s=1 / statistics.median(samples)))
+    return out
+
+
 def torchgen(name):
     """A module of tests/torchgen by path (PyTorch ships a package named torchgen), its stage recorder
     made a no-op: its copies are not part of what is timed."""
@@ -284,7 +310,7 @@ def bench_patch(args):
 
 
 CASES = {"tutorial": bench_tutorial, "sdpa": bench_sdpa, "mha": bench_mha, "encoder": bench_encoder,
-         "gemm": bench_gemm, "train": bench_train, "patch": bench_patch}
+         "gemm": bench_gemm, "train": bench_train, "patch": bench_patch, "train-lm": bench_train_lm}
 
 
 def blas_description():

@@ -181,6 +181,7 @@ add_test(NAME cli.encode_torch_roundtrip
 attn_cli_case(bench_quick 0 "\"case\": \"gemm\".*\"fraction_of_peak\"" bench --quick --json --threads 2 tutorial sdpa gemm)
 # The training step beside PyTorch's (tests/bench_torch.py), small sizes.
 attn_cli_case(bench_train_quick 0 "\"case\": \"train\".*\"speedup\"" bench --quick --json --threads 1 --torch train)
+attn_cli_case(bench_train_lm_quick 0 "\"case\": \"train-lm\".*\"speedup\"" bench --quick --json --threads 1 --torch train-lm)
 attn_cli_case(bench_unknown_case 2 "unknown benchmark case 'flops'" bench flops)
 attn_cli_case(bench_threads_zero 2 "--threads expects an integer >= 1" bench --threads 0 gemm)
 attn_cli_case(bench_isa_unknown 2 "instruction set 'mmx' is not available" bench --isa mmx gemm)

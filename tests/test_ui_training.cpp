@@ -44,6 +44,7 @@ TEST_CASE("ui training settings are attn train's options", "[ui][training]") {
   CHECK_THROWS_WITH(training_options({{"learning_rate", 1}}), Catch::Contains("unknown training setting 'learning_rate'"));
   CHECK_THROWS_WITH(training_options({{"no_shuffle", 1}}), Catch::Contains("must be true or false"));
   CHECK_THROWS_WITH(training_options({{"lr", Json::array()}}), Catch::Contains("'lr' must be a number"));
+  CHECK_THROWS_WITH(training_options({{"task", "induction"}}), Catch::Contains("language models") && Catch::Contains("attn train"));
   CHECK_THROWS_AS(training_options(Json::array()), InputError);
 }
 

@@ -137,6 +137,9 @@ train::TrainOptions training_options(const Json& settings) {
   if (!threads_available && !o.threads.empty() && o.threads != "1")
     throw InputError("threads: this build has no threads; training runs on one");
   if (o.task.empty() && o.data.empty()) o.task = "duplicate";  // {} is the Train tab's first task
+  if (train::trains_language_model(o))
+    throw InputError("language models (GPT-2; the tasks induction, copy, reverse, korean) train with attn train "
+                     "for now: the Train tab trains the classifier");
   return o;
 }
 

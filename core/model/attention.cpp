@@ -130,11 +130,9 @@ MaskTensor attention_mask(MaskKind kind, const std::vector<int64_t>& ids, size_t
   return mask;
 }
 
-AttentionSteps scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                            const AttentionOptions& options) {
-  const size_t batch = q.shape(0), sq = q.shape(1), dk = q.shape(2), sk = k.shape(1), dv = v.shape(2);
-  if (k.shape(0) != batch || v.shape(0) != batch || k.shape(2) != dk || v.shape(1) != sk)
-    throw InputError("attention: query, key and value shapes do not agree");
+AttentionSteps attention_scores(const Tensor& q, const Tensor& k, const AttentionOptions& options) {
+  const size_t batch = q.shape(0), sq = q.shape(1), dk = q.shape(2), sk = k.shape(1);
+  if (k.shape(0) != batch || k.shape(2) != dk) throw InputError("attention: query and key shapes do not agree");
   const float sqrt_dk = float(std::sqrt(double(dk)));
   std::optional<Tensor> scaled_q;
   if (options.scale_query_first) {
@@ -148,11 +146,18 @@ AttentionSteps scaled_dot_product_attention(const Tensor& q, const Tensor& k, co
     matmul_nt(query.data() + b * sq * dk, k.data() + b * sk * dk, s.scores.data() + b * sq * sk, sq, dk, sk);
   s.scaled_scores = s.scores;
   if (!options.scale_query_first) divide_scalar(s.scaled_scores.data(), s.scaled_scores.size(), sqrt_dk);
+  if (options.layer_divisor != 1.0f) divide_scalar(s.scaled_scores.data(), s.scaled_scores.size(), options.layer_divisor);
   s.masked_scores = s.scaled_scores;
   if (const MaskTensor* mask = options.mask) {
     if (mask->shape() != s.scores.shape()) throw InputError("attention: mask shape does not match the scores");
-    masked_fill(s.masked_scores.data(), mask->data(), mask->size(), -1e9f);
+    masked_fill(s.masked_scores.data(), mask->data(), mask->size(), options.mask_value);
   }
+  return s;
+}
+
+void attention_weights_and_output(AttentionSteps& s, const Tensor& v, const AttentionOptions& options) {
+  const size_t batch = s.masked_scores.shape(0), sq = s.masked_scores.shape(1), sk = s.masked_scores.shape(2);
+  if (v.shape(0) != batch || v.shape(1) != sk) throw InputError("attention: key and value shapes do not agree");
   s.attention_weights = s.masked_scores;
   softmax_rows(s.attention_weights.data(), batch * sq, sk);
   std::optional<Tensor> dropped;
@@ -161,8 +166,14 @@ AttentionSteps scaled_dot_product_attention(const Tensor& q, const Tensor& k, co
     s.dropout_noise = Tensor::from_shape(dropped->shape());
     options.dropout->dropout_(dropped->data(), dropped->size(), options.dropout_p, s.dropout_noise.data());
   }
-  s.attention_output = Tensor::from_shape({batch, sq, dv});
+  s.attention_output = Tensor::from_shape({batch, sq, v.shape(2)});
   attend_to_values(dropped ? *dropped : s.attention_weights, v, s.attention_output);
+}
+
+AttentionSteps scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                            const AttentionOptions& options) {
+  AttentionSteps s = attention_scores(q, k, options);
+  attention_weights_and_output(s, v, options);
   return s;
 }
 
@@ -173,7 +184,7 @@ void attend_to_values(const Tensor& weights, const Tensor& v, Tensor& out) {
 }
 
 // autograd's steps in reverse: bmm, dropout (× its noise), softmax, masked_fill (masked entries get
-// none), ÷ √d_k, bmm.
+// none), ÷ the layer's divisor, ÷ √d_k, bmm.
 AttentionGrads scaled_dot_product_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
                                                      const AttentionSteps& steps, const Tensor& grad_output,
                                                      const AttentionOptions& options) {
@@ -194,6 +205,7 @@ AttentionGrads scaled_dot_product_attention_backward(const Tensor& q, const Tens
     multiply(grad_scores.data(), steps.dropout_noise.data(), grad_scores.data(), grad_scores.size());
   softmax_backward_rows(steps.attention_weights.data(), grad_scores.data(), batch * sq, sk);
   if (options.mask) masked_fill(grad_scores.data(), options.mask->data(), grad_scores.size(), 0.0f);
+  if (options.layer_divisor != 1.0f) divide_scalar(grad_scores.data(), grad_scores.size(), options.layer_divisor);
   if (!options.scale_query_first) divide_scalar(grad_scores.data(), grad_scores.size(), sqrt_dk);
   for (size_t b = 0; b < batch; ++b) {
     const float* ds = grad_scores.data() + b * sq * sk;

@@ -48,10 +48,16 @@ struct AttentionOptions {
   bool scale_query_first = false;
   TorchGenerator* dropout = nullptr;  // training mode: dropout on the weights before · V
   double dropout_p = 0.0;
+  float mask_value = -1e9f;    // what masked scores become (GPT-2: the lowest float, as torch.where with finfo.min)
+  float layer_divisor = 1.0f;  // GPT-2's scale_attn_by_inverse_layer_idx: ÷ (layer + 1) after ÷ √d_k
 };
 // q [B, Sq, d_k], k [B, Sk, d_k], v [B, Sk, d_v].
 AttentionSteps scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                             const AttentionOptions& options = {});
+// The same in two halves, for a caller that hands the masked scores on (a hook may change them) before
+// the rest: the scores up to masked_scores, then the weights (softmax, dropout) and · V.
+AttentionSteps attention_scores(const Tensor& q, const Tensor& k, const AttentionOptions& options = {});
+void attention_weights_and_output(AttentionSteps& steps, const Tensor& v, const AttentionOptions& options = {});
 // Its last step, weights [B, Sq, Sk] · v [B, Sk, d_v] into out [B, Sq, d_v] (again, after a hook replaced
 // the weights).
 void attend_to_values(const Tensor& weights, const Tensor& v, Tensor& out);

@@ -70,6 +70,8 @@ void add_to(Tensor& into, const Tensor& add_this) {
   attn::add(into.data(), add_this.data(), into.data(), into.size());
 }
 
+}  // namespace
+
 // ReLU: the gradient where the input was positive; GELU: × (Φ(x) + x·φ(x)).
 void activate_backward(Tensor& grad, const Tensor& input, Activation activation) {
   for (size_t i = 0; i < grad.size(); ++i) {
@@ -81,7 +83,28 @@ void activate_backward(Tensor& grad, const Tensor& input, Activation activation)
   }
 }
 
-}  // namespace
+void activate(Tensor& x, HiddenAct activation, Tensor* tanh) {
+  if (activation != HiddenAct::gelu_new) return activate(x, activation == HiddenAct::gelu ? Activation::gelu : Activation::relu);
+  const float k = float(std::sqrt(2.0 / M_PI));
+  if (tanh) *tanh = Tensor::from_shape(x.shape());
+  for (size_t i = 0; i < x.size(); ++i) {
+    float& v = x.data()[i];
+    const float cube = v * v * v, inner = k * (v + 0.044715f * cube), t = std::tanh(inner);
+    if (tanh) tanh->data()[i] = t;
+    v = (0.5f * v) * (1.0f + t);
+  }
+}
+
+// gelu_new: with t = tanh(k·(x + c·x³)), y' = ½(1 + t) + ½·x·(1 − t²)·k·(1 + 3c·x²).
+void activate_backward(Tensor& grad, const Tensor& input, HiddenAct activation, const Tensor* tanh) {
+  if (activation != HiddenAct::gelu_new)
+    return activate_backward(grad, input, activation == HiddenAct::gelu ? Activation::gelu : Activation::relu);
+  const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
+  for (size_t i = 0; i < grad.size(); ++i) {
+    const double x = input.data()[i], t = tanh ? double(tanh->data()[i]) : std::tanh(k * (x + c * x * x * x));
+    grad.data()[i] = float(grad.data()[i] * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * c * x * x)));
+  }
+}
 
 Tensor split_heads(const Tensor& x, size_t heads) {
   const size_t B = x.shape(0), S = x.shape(1), dk = x.shape(2) / heads;
@@ -151,9 +174,6 @@ Tensor layer_norm_backward(const Tensor& x, const LayerNorm& norm, const Tensor&
   return grad_x;
 }
 
-namespace {
-
-// [B, Sq, Sk] repeated for every head: [B·H, Sq, Sk].
 MaskTensor head_mask(const MaskTensor& mask, size_t heads) {
   const size_t B = mask.shape(0), Sq = mask.shape(1), Sk = mask.shape(2);
   MaskTensor out = MaskTensor::from_shape({B * heads, Sq, Sk});
@@ -161,6 +181,8 @@ MaskTensor head_mask(const MaskTensor& mask, size_t heads) {
     for (size_t h = 0; h < heads; ++h) std::copy_n(mask.data() + b * Sq * Sk, Sq * Sk, out.data() + (b * heads + h) * Sq * Sk);
   return out;
 }
+
+namespace {
 
 AttentionOptions attention_options(const LayerConfig& config, const MaskTensor* head_mask,
                                    TorchGenerator* dropout_gen) {
@@ -221,18 +243,16 @@ Tensor merged_heads(Tensor t, size_t batch, size_t heads) {
   return merge_heads(reshaped(std::move(t), {batch, heads, S, dk}));
 }
 
-// The self-attention's backward: W_O, the heads, attention, then W_Q, W_K and W_V, whose input gradients
-// add up (the input fed all three).
-Tensor attend_backward(const EncoderLayer& layer, const LayerConfig& config, const AttentionSaved& saved,
-                       const MaskTensor* mask, const Tensor& grad_output, EncoderLayer& grads) {
-  const size_t B = saved.input.shape(0), S = saved.input.shape(1), H = config.num_heads;
+}  // namespace
+
+Tensor self_attention_backward(const EncoderLayer& layer, size_t H, const AttentionSaved& saved,
+                               const AttentionOptions& options, const Tensor& grad_output, EncoderLayer& grads) {
+  const size_t B = saved.input.shape(0), S = saved.input.shape(1);
   const Tensor grad_merged =
       linear_backward(saved.merged, layer.output.weight, grad_output, grads.output.weight, &grads.output.bias);
-  const MaskTensor heads_mask = mask ? head_mask(*mask, H) : MaskTensor();
   const AttentionGrads g = scaled_dot_product_attention_backward(
       saved.query, saved.key, saved.value, saved.steps,
-      reshaped(split_heads(grad_merged, H), {B * H, S, saved.query.shape(2)}),
-      attention_options(config, mask ? &heads_mask : nullptr, nullptr));
+      reshaped(split_heads(grad_merged, H), {B * H, S, saved.query.shape(2)}), options);
   Tensor grad_input = linear_backward(saved.input, layer.value.weight, merged_heads(g.value, B, H),
                                       grads.value.weight, &grads.value.bias);
   add_to(grad_input, linear_backward(saved.input, layer.key.weight, merged_heads(g.key, B, H),
@@ -240,6 +260,16 @@ Tensor attend_backward(const EncoderLayer& layer, const LayerConfig& config, con
   add_to(grad_input, linear_backward(saved.input, layer.query.weight, merged_heads(g.query, B, H),
                                          grads.query.weight, &grads.query.bias));
   return grad_input;
+}
+
+namespace {
+
+// The encoders' self-attention backward: their options, the mask repeated per head.
+Tensor attend_backward(const EncoderLayer& layer, const LayerConfig& config, const AttentionSaved& saved,
+                       const MaskTensor* mask, const Tensor& grad_output, EncoderLayer& grads) {
+  const MaskTensor heads_mask = mask ? head_mask(*mask, config.num_heads) : MaskTensor();
+  return self_attention_backward(layer, config.num_heads, saved,
+                                 attention_options(config, mask ? &heads_mask : nullptr, nullptr), grad_output, grads);
 }
 
 Tensor feed_forward_impl(const EncoderLayer& layer, const LayerConfig& config, const Tensor& x,
@@ -342,13 +372,17 @@ Tensor encoder_layer_backward(const EncoderLayer& l, const LayerConfig& c, const
   return grad;
 }
 
-// log_softmax in double; the loss is (1 − ε)·nll + ε·mean over classes of −log p, averaged over the batch,
-// and its gradient (softmax − ((1 − ε)·onehot + ε/C)) / B.
+// log_softmax in double; the loss is (1 − ε)·nll + ε·mean over classes of −log p, averaged over the rows
+// not ignored, and its gradient (softmax − ((1 − ε)·onehot + ε/C)) / their count.
 float cross_entropy(const Tensor& logits, const std::vector<int64_t>& labels, double label_smoothing, Tensor* grad) {
-  const size_t B = logits.shape(0), C = logits.shape(1);
-  if (grad) *grad = Tensor::from_shape({B, C});
+  constexpr int64_t ignored = -100;
+  const size_t C = logits.shape().back(), N = logits.size() / C;
+  const size_t counted = N - size_t(std::count(labels.begin(), labels.end(), ignored));
+  if (counted == 0) throw InputError("no position has a target to predict");
+  if (grad) *grad = Tensor::from_shape(logits.shape()), grad->fill(0.0f);
   double total = 0;
-  for (size_t b = 0; b < B; ++b) {
+  for (size_t b = 0; b < N; ++b) {
+    if (labels[b] == ignored) continue;
     if (labels[b] < 0 || size_t(labels[b]) >= C)
       throw InputError("label " + std::to_string(labels[b]) + " is outside [0, " + std::to_string(C) + ")");
     const float* x = logits.data() + b * C;
@@ -360,11 +394,11 @@ float cross_entropy(const Tensor& logits, const std::vector<int64_t>& labels, do
     for (size_t c = 0; c < C; ++c) {
       smooth -= x[c] - log_sum;
       const double target = (1 - label_smoothing) * (size_t(labels[b]) == c) + label_smoothing / double(C);
-      if (grad) grad->data()[b * C + c] = float((std::exp(x[c] - log_sum) - target) / double(B));
+      if (grad) grad->data()[b * C + c] = float((std::exp(x[c] - log_sum) - target) / double(counted));
     }
     total += (1 - label_smoothing) * (log_sum - x[labels[b]]) + label_smoothing * smooth / double(C);
   }
-  return float(total / double(B));
+  return float(total / double(counted));
 }
 
 }  // namespace attn

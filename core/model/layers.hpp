@@ -16,6 +16,7 @@
 namespace attn {
 
 enum class Activation { relu, gelu };
+enum class HiddenAct { gelu, gelu_new, relu };  // Hugging Face's: erf GELU, GPT-2's tanh approximation, ReLU
 enum class LayerStyle { tutorial, torch };  // the tutorial's modules, or nn.TransformerEncoderLayer
 
 // What a layer's computation depends on besides its weights.
@@ -62,6 +63,14 @@ Tensor reshaped(Tensor t, const Shape& shape);  // the same values in another sh
 Tensor add(const Tensor& a, const Tensor& b);   // a + b, one shape
 // x ← relu(x) or the exact (erf) GELU, element by element.
 void activate(Tensor& x, Activation activation);
+// The same for Hugging Face's names; gelu_new is 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), each
+// operation rounded to float as PyTorch computes it. `tanh`, when non-null, receives gelu_new's tanh
+// values (what its backward reads instead of computing them again: the costliest part of both).
+void activate(Tensor& x, HiddenAct activation, Tensor* tanh = nullptr);
+// grad ← grad · the activation's derivative at its input x (in double, rounded once); gelu_new's from
+// the forward's `tanh` values when given.
+void activate_backward(Tensor& grad, const Tensor& input, Activation activation);
+void activate_backward(Tensor& grad, const Tensor& input, HiddenAct activation, const Tensor* tanh = nullptr);
 // F.dropout in training mode (gen non-null); `noise` receives its noise, which the backward multiplies
 // the gradient by. In evaluation mode, or with p = 0, nothing is drawn and `noise` stays 0-dimensional
 // (a default Tensor, whose size() is 1).
@@ -81,6 +90,12 @@ Tensor multi_head_attention(const EncoderLayer& layer, const LayerConfig& config
                             const Tensor& kv_in, const MaskTensor* mask, Trace* trace, const std::string& prefix);
 Tensor feed_forward(const EncoderLayer& layer, const LayerConfig& config, const Tensor& x, TorchGenerator* dropout,
                     Trace* trace, const std::string& prefix);
+// Self-attention's backward from the gradient of W_O's output: W_O, the heads' attention (`options` as
+// the forward's, its mask per head [B·H, S, S]), then W_Q, W_K and W_V, whose input gradients add up.
+Tensor self_attention_backward(const EncoderLayer& layer, size_t heads, const AttentionSaved& saved,
+                               const AttentionOptions& options, const Tensor& grad_output, EncoderLayer& grads);
+// [B, Sq, Sk] repeated for every head: [B·H, Sq, Sk].
+MaskTensor head_mask(const MaskTensor& mask, size_t heads);
 // One layer on x [B, S, d] (self-attention and feed-forward, each a residual block, LayerNorm before
 // each (norm_first) or after); `dropout_gen` non-null = training mode; `saved`, when non-null, receives
 // what encoder_layer_backward reads. Stages: {prefix}norm1, self_attn.…, norm2, ffn.output, output.
@@ -91,8 +106,9 @@ Tensor encoder_layer_forward(const EncoderLayer& layer, const LayerConfig& confi
 Tensor encoder_layer_backward(const EncoderLayer& layer, const LayerConfig& config, const EncoderLayerSaved& saved,
                               const MaskTensor* mask, Tensor grad_output, EncoderLayer& grads);
 
-// F.cross_entropy(logits [B, C], labels, label_smoothing=ε), mean over the batch; `grad`, when non-null,
-// receives ∂loss/∂logits. Throws InputError for a label outside [0, C).
+// F.cross_entropy(logits [N, C] (or [..., C]), labels [N], label_smoothing=ε, ignore_index=-100): the mean
+// over the rows whose label is not −100 (those rows get no gradient); `grad`, when non-null, receives
+// ∂loss/∂logits. Throws InputError for another label outside [0, C) or when every row is ignored.
 float cross_entropy(const Tensor& logits, const std::vector<int64_t>& labels, double label_smoothing, Tensor* grad);
 
 }  // namespace attn

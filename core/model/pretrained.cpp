@@ -9,6 +9,7 @@
 #include "core/base/error.hpp"
 #include "core/kernels/kernels.hpp"
 #include "core/base/memory.hpp"
+#include "core/model/pretrained_parts.hpp"
 
 namespace attn {
 namespace {
@@ -43,6 +44,12 @@ struct ConfigReader {
     if (!j.contains(key)) return fallback;
     if (!j[key].is_number() || !(j[key].get<double>() > 0) || !std::isfinite(j[key].get<double>()))
       throw InputError(file + ": '" + key + "' must be a positive number");
+    return j[key].get<double>();
+  }
+  double probability(const char* key, double fallback) const {
+    if (!j.contains(key)) return fallback;
+    if (!j[key].is_number() || !(j[key].get<double>() >= 0 && j[key].get<double>() < 1))
+      throw InputError(file + ": '" + key + "' must be a probability in [0, 1)");
     return j[key].get<double>();
   }
   std::string text(const char* key, const std::string& fallback) const {
@@ -90,6 +97,10 @@ void read_gpt2_config(const ConfigReader& r, PretrainedConfig& c) {
   c.layer_norm_eps = r.number("layer_norm_epsilon", 1e-5);
   c.activation = parse_hidden_act(r.text("activation_function", "gelu_new"), r.file, "activation_function");
   c.scale_by_layer = r.flag("scale_attn_by_inverse_layer_idx", false);
+  c.embd_pdrop = r.probability("embd_pdrop", 0.1);
+  c.resid_pdrop = r.probability("resid_pdrop", 0.1);
+  c.attn_pdrop = r.probability("attn_pdrop", 0.1);
+  c.initializer_range = r.number("initializer_range", 0.02);
   if (!r.flag("scale_attn_weights", true))
     throw InputError(r.file + ": scale_attn_weights false is not supported");
   if (r.flag("add_cross_attention", false))
@@ -103,14 +114,6 @@ struct Slot {
   std::function<void(Tensor&&)> store;
   bool required = true;
 };
-
-Tensor transposed(const Tensor& t) {  // [r, c] → [c, r]
-  const size_t rows = t.shape(0), cols = t.shape(1);
-  Tensor out = Tensor::from_shape({cols, rows});
-  for (size_t r = 0; r < rows; ++r)
-    for (size_t c = 0; c < cols; ++c) out.data()[c * rows + r] = t.data()[r * cols + c];
-  return out;
-}
 
 // Rows [part·n, part·n + n) of t (its first dimension).
 Tensor rows_of(const Tensor& t, size_t part, size_t n) {
@@ -224,7 +227,17 @@ void check_config(const PretrainedConfig& c, const std::string& file) {
                        file + ": the weights of a " + family_name(c.family) + " model of this size");
 }
 
-// --- forward ---
+}  // namespace
+
+// --- pieces BERT's and GPT-2's forwards share (core/model/pretrained_parts.hpp) ---
+
+Tensor transposed(const Tensor& t) {  // [r, c] → [c, r]
+  const size_t rows = t.shape(0), cols = t.shape(1);
+  Tensor out = Tensor::from_shape({cols, rows});
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t c = 0; c < cols; ++c) out.data()[c * rows + r] = t.data()[r * cols + c];
+  return out;
+}
 
 // x ⊕ y of two tensors of one shape; rows: y broadcast over x's leading dimensions.
 Tensor add_rows(const Tensor& x, const Tensor& rows) {
@@ -252,19 +265,27 @@ Tensor ids_tensor(const std::vector<int64_t>& ids, size_t batch, size_t seq) {
   return t;
 }
 
-// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), each operation rounded to float as PyTorch's gelu_new.
-void gelu_new(Tensor& x) {
-  const float k = float(std::sqrt(2.0 / M_PI));
-  for (float& v : x) {
-    const float cube = v * v * v, inner = k * (v + 0.044715f * cube);
-    v = (0.5f * v) * (1.0f + std::tanh(inner));
-  }
+void check_pretrained_input(const PretrainedModel& m, const PretrainedInput& in, size_t past) {
+  if (in.batch == 0 || in.seq == 0 || in.ids.size() != in.batch * in.seq || in.lengths.size() != in.batch)
+    throw InputError("no tokens to run the model on");
+  if (past + in.seq > m.config.max_positions)
+    throw InputError("a sequence has " + std::to_string(past + in.seq) + " tokens, more than the model's " +
+                     std::to_string(m.config.max_positions) + " positions");
+  check_fits_in_memory(4.0 * pretrained_trace_floats(m.config, in.batch, in.seq),
+                       "the trace of " + std::to_string(in.batch) + " sentences of " + std::to_string(in.seq) + " tokens");
 }
 
-void apply(Tensor& x, HiddenAct act) {
-  if (act == HiddenAct::gelu_new) return gelu_new(x);
-  activate(x, act == HiddenAct::gelu ? Activation::gelu : Activation::relu);
+// The residual stream a resumed run starts from, handed on as `stage` (the embeddings or the previous
+// layer's output).
+Tensor resumed(const LayerStart& start, const std::string& stage, Trace& t) {
+  Tensor x = start.residual;
+  t.stage(stage, x);
+  return x;
 }
+
+namespace {
+
+// --- forward ---
 
 // Hands each stage under the layer's prefix to the trace (its hooks first, then a copy recorded) and
 // on to the next step.
@@ -303,27 +324,6 @@ HeadAttention attend_heads(const Tensor& q, const Tensor& k, const Tensor& v, fl
   for (size_t head = 0; head < B * n; ++head)
     matmul(a.weights.data() + head * Sq * Sk, v.data() + head * Sk * d, a.context.data() + head * Sq * d, Sq, Sk, d);
   return a;
-}
-
-// [B, n, S1, d] then [B, n, S2, d] along the positions: [B, n, S1 + S2, d].
-Tensor concat_positions(const Tensor& a, const Tensor& b) {
-  const size_t B = a.shape(0), n = a.shape(1), s1 = a.shape(2), s2 = b.shape(2), d = a.shape(3);
-  Tensor out = Tensor::from_shape({B, n, s1 + s2, d});
-  for (size_t head = 0; head < B * n; ++head) {
-    std::copy_n(a.data() + head * s1 * d, s1 * d, out.data() + head * (s1 + s2) * d);
-    std::copy_n(b.data() + head * s2 * d, s2 * d, out.data() + (head * (s1 + s2) + s1) * d);
-  }
-  return out;
-}
-
-void check_input(const PretrainedModel& m, const PretrainedInput& in, size_t past = 0) {
-  if (in.batch == 0 || in.seq == 0 || in.ids.size() != in.batch * in.seq || in.lengths.size() != in.batch)
-    throw InputError("no tokens to run the model on");
-  if (past + in.seq > m.config.max_positions)
-    throw InputError("a sequence has " + std::to_string(past + in.seq) + " tokens, more than the model's " +
-                     std::to_string(m.config.max_positions) + " positions");
-  check_fits_in_memory(4.0 * pretrained_trace_floats(m.config, in.batch, in.seq),
-                       "the trace of " + std::to_string(in.batch) + " sentences of " + std::to_string(in.seq) + " tokens");
 }
 
 Tensor bert_embeddings(const PretrainedModel& m, const PretrainedInput& in, Trace& t) {
@@ -365,7 +365,7 @@ Tensor bert_layer(const PretrainedModel& m, const EncoderLayer& l, const Tensor&
   const Tensor dense = rec("attention.output.dense", linear(context, l.output.weight, &l.output.bias));
   const Tensor attended = rec("attention.output", layer_norm(add(dense, x), l.norm1, eps));
   Tensor hidden = linear(attended, l.linear1.weight, &l.linear1.bias);
-  apply(hidden, c.activation);
+  activate(hidden, c.activation);
   hidden = rec("intermediate", std::move(hidden));
   const Tensor out = rec("output.dense", linear(hidden, l.linear2.weight, &l.linear2.bias));
   return rec("output", layer_norm(add(out, attended), l.norm2, eps));
@@ -378,64 +378,6 @@ Tensor bert_pooler(const PretrainedModel& m, const Tensor& hidden) {
   Tensor pooled = linear(first, m.pooler.weight, &m.pooler.bias);
   for (float& v : pooled) v = std::tanh(v);
   return pooled;
-}
-
-// `past`: the positions a key/value cache holds already (the new tokens come after them).
-Tensor gpt2_embeddings(const PretrainedModel& m, const PretrainedInput& in, size_t past, Trace& t) {
-  const size_t S = in.seq, H = m.config.hidden_size;
-  t.record("input_ids", ids_tensor(in.ids, in.batch, S), PrintDtype::int64);
-  const Tensor wte = lookup(m.word_embeddings, in.ids, in.batch, S, "token id");
-  t.record("wte", wte);
-  Tensor wpe = Tensor::from_shape({S, H});
-  std::copy_n(m.position_embeddings.data() + past * H, S * H, wpe.data());
-  t.record("wpe", wpe);
-  Tensor x = add_rows(wte, wpe);
-  t.stage("embeddings", x);
-  return x;
-}
-
-// With a cache, x holds the positions after the `past` cached ones: its keys and values join the cache
-// and its queries attend to every cached position too.
-Tensor gpt2_block(const PretrainedModel& m, size_t index, const Tensor& x, const Recorder& rec, KeyValueCache* cache,
-                  size_t past) {
-  const PretrainedConfig& c = m.config;
-  const EncoderLayer& l = m.layers[index];
-  const float eps = float(c.layer_norm_eps);
-  const Tensor h = rec("ln_1", layer_norm(x, l.norm1, eps));
-  const Tensor q = rec("attn.query", split_heads(linear(h, l.query.weight, &l.query.bias), c.num_heads));
-  const Tensor k = rec("attn.key", split_heads(linear(h, l.key.weight, &l.key.bias), c.num_heads));
-  const Tensor v = rec("attn.value", split_heads(linear(h, l.value.weight, &l.value.bias), c.num_heads));
-  // ÷ full([], d ** 0.5) (÷ layer_idx + 1 as well with scale_attn_by_inverse_layer_idx, in a second step
-  // as GPT2Attention does), then torch.where(causal, w, finfo.min).
-  const float lowest = std::numeric_limits<float>::lowest(), scale = float(std::sqrt(double(c.head_dim())));
-  const size_t Sk = past + x.shape(1);
-  if (cache) {
-    cache->keys[index] = past ? concat_positions(cache->keys[index], k) : k;
-    cache->values[index] = past ? concat_positions(cache->values[index], v) : v;
-  }
-  const HeadAttention a = attend_heads(q, cache ? cache->keys[index] : k, cache ? cache->values[index] : v, scale,
-                                       [&](float* row, size_t, size_t query) {
-    if (c.scale_by_layer) divide_scalar(row, Sk, float(index + 1));
-    std::fill(row + past + query + 1, row + Sk, lowest);
-  }, rec, "attn.scores", "attn.attn_weights");
-  const Tensor merged = rec("attn.merged", merge_heads(a.context));
-  const Tensor projected = rec("attn.c_proj", linear(merged, l.output.weight, &l.output.bias));
-  const Tensor residual = rec("residual", add(projected, x));
-  const Tensor h2 = rec("ln_2", layer_norm(residual, l.norm2, eps));
-  Tensor hidden = rec("mlp.c_fc", linear(h2, l.linear1.weight, &l.linear1.bias));
-  apply(hidden, c.activation);
-  hidden = rec("mlp.act", std::move(hidden));
-  const Tensor mlp = rec("mlp.c_proj", linear(hidden, l.linear2.weight, &l.linear2.bias));
-  return add(residual, mlp);
-}
-
-// softmax(logits[b, lengths[b] − 1]) for each row: [B, V].
-Tensor next_token_probs(const Tensor& logits, const std::vector<size_t>& lengths) {
-  const size_t B = logits.shape(0), S = logits.shape(1), V = logits.shape(2);
-  Tensor probs = Tensor::from_shape({B, V});
-  for (size_t b = 0; b < B; ++b) std::copy_n(logits.data() + (b * S + lengths[b] - 1) * V, V, probs.data() + b * V);
-  softmax_rows(probs.data(), B, V);
-  return probs;
 }
 
 }  // namespace
@@ -511,17 +453,21 @@ PretrainedModel read_pretrained_weights(const PretrainedConfig& config, const st
   return m;
 }
 
-void for_each_tensor(const PretrainedModel& m, const std::function<void(const Tensor&)>& visit) {
-  auto given = [&](const Tensor& t) {
+void for_each_tensor(PretrainedModel& m, const std::function<void(Tensor&)>& visit) {
+  auto given = [&](Tensor& t) {
     if (t.dimension() > 0) visit(t);  // a default Tensor is 0-dimensional: not in the checkpoint
   };
-  for (const Tensor* t : {&m.word_embeddings, &m.position_embeddings, &m.token_type_embeddings, &m.embeddings_norm.weight,
-                          &m.embeddings_norm.bias, &m.final_norm.weight, &m.final_norm.bias, &m.pooler.weight, &m.pooler.bias})
+  for (Tensor* t : {&m.word_embeddings, &m.position_embeddings, &m.token_type_embeddings, &m.embeddings_norm.weight,
+                    &m.embeddings_norm.bias, &m.final_norm.weight, &m.final_norm.bias, &m.pooler.weight, &m.pooler.bias})
     given(*t);
-  for (const EncoderLayer& l : m.layers) {
-    for (const Linear* x : {&l.query, &l.key, &l.value, &l.output, &l.linear1, &l.linear2}) given(x->weight), given(x->bias);
-    for (const LayerNorm* x : {&l.norm1, &l.norm2}) given(x->weight), given(x->bias);
+  for (EncoderLayer& l : m.layers) {
+    for (Linear* x : {&l.query, &l.key, &l.value, &l.output, &l.linear1, &l.linear2}) given(x->weight), given(x->bias);
+    for (LayerNorm* x : {&l.norm1, &l.norm2}) given(x->weight), given(x->bias);
   }
+}
+
+void for_each_tensor(const PretrainedModel& m, const std::function<void(const Tensor&)>& visit) {
+  for_each_tensor(const_cast<PretrainedModel&>(m), [&](Tensor& t) { visit(t); });  // visits read only
 }
 
 size_t parameter_count(const PretrainedModel& m) {
@@ -530,20 +476,8 @@ size_t parameter_count(const PretrainedModel& m) {
   return n;
 }
 
-namespace {
-
-// The residual stream a resumed run starts from, handed on as `stage` (the embeddings or the previous
-// layer's output).
-Tensor resumed(const LayerStart& start, const std::string& stage, Trace& t) {
-  Tensor x = start.residual;
-  t.stage(stage, x);
-  return x;
-}
-
-}  // namespace
-
 Trace bert_forward(const PretrainedModel& m, const PretrainedInput& in, const Hooks* hooks, const LayerStart* start) {
-  check_input(m, in);
+  check_pretrained_input(m, in);
   Trace t(hooks);
   const auto output = [](size_t i) { return "encoder.layer." + std::to_string(i) + ".output"; };
   Tensor x = start ? resumed(*start, start->layer ? output(start->layer - 1) : "embeddings", t) : bert_embeddings(m, in, t);
@@ -554,30 +488,6 @@ Trace bert_forward(const PretrainedModel& m, const PretrainedInput& in, const Ho
     Tensor pooled = bert_pooler(m, x);
     t.stage("pooler_output", pooled);
   }
-  if (hooks) hooks->check_reached(t);
-  return t;
-}
-
-Trace gpt2_forward(const PretrainedModel& m, const PretrainedInput& in, const Hooks* hooks, const LayerStart* start,
-                   KeyValueCache* cache) {
-  if (cache && start) throw InputError("a run resumed at a layer cannot also use a key/value cache");
-  if (cache && cache->keys.size() != m.layers.size()) *cache = {std::vector<Tensor>(m.layers.size()), std::vector<Tensor>(m.layers.size())};
-  const size_t past = cache ? cache->length() : 0;
-  check_input(m, in, past);
-  Trace t(hooks);
-  const auto output = [](size_t i) { return "h." + std::to_string(i); };
-  Tensor x = start ? resumed(*start, start->layer ? output(start->layer - 1) : "embeddings", t)
-                   : gpt2_embeddings(m, in, past, t);
-  for (size_t i = start ? start->layer : 0; i < m.layers.size(); ++i) {
-    const std::string p = output(i);
-    x = gpt2_block(m, i, x, Recorder{t, p + "."}, cache, past);
-    t.stage(p, x);
-  }
-  Tensor final = layer_norm(x, m.final_norm, float(m.config.layer_norm_eps));
-  t.stage("ln_f", final);
-  Tensor logits = linear(final, m.word_embeddings);  // the LM head, tied to wte
-  t.stage("logits", logits);
-  t.record("next_token_probs", next_token_probs(logits, in.lengths));
   if (hooks) hooks->check_reached(t);
   return t;
 }

@@ -14,7 +14,6 @@
 namespace attn {
 
 enum class ModelFamily { bert, gpt2 };
-enum class HiddenAct { gelu, gelu_new, relu };  // erf GELU, GPT-2's tanh approximation, ReLU
 
 struct PretrainedConfig {
   ModelFamily family = ModelFamily::bert;
@@ -24,6 +23,9 @@ struct PretrainedConfig {
   double layer_norm_eps = 1e-12;
   HiddenAct activation = HiddenAct::gelu;
   bool scale_by_layer = false;  // GPT-2's scale_attn_by_inverse_layer_idx
+  // GPT-2's training settings: dropout after the embeddings, on each residual branch and on the
+  // attention weights; the std its weights are initialised with.
+  double embd_pdrop = 0.1, resid_pdrop = 0.1, attn_pdrop = 0.1, initializer_range = 0.02;
 
   size_t head_dim() const { return hidden_size / num_heads; }
 };
@@ -62,6 +64,7 @@ PretrainedModel read_pretrained_weights(const PretrainedConfig& config, const st
                                         const std::string& file_name, const ReadProgress& progress = nullptr);
 // Every tensor the checkpoint gave (those a family lacks, such as GPT-2's token types, are skipped).
 void for_each_tensor(const PretrainedModel& model, const std::function<void(const Tensor&)>& visit);
+void for_each_tensor(PretrainedModel& model, const std::function<void(Tensor&)>& visit);
 size_t parameter_count(const PretrainedModel& model);
 
 struct PretrainedInput {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <queue>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -127,6 +128,42 @@ BytePairTokenizer::BytePairTokenizer(std::vector<std::string> tokens,
 
 BytePairTokenizer BytePairTokenizer::from_files(const std::string& vocab_json, const std::string& merges_txt) {
   return BytePairTokenizer(read_vocab(vocab_json), read_merges(merges_txt));
+}
+
+std::string BytePairTokenizer::vocab_json() const {
+  nlohmann::ordered_json vocab = nlohmann::ordered_json::object();  // in id order, as GPT-2's file
+  for (size_t id = 0; id < tokens_.size(); ++id) vocab[tokens_[id]] = id;
+  return vocab.dump() + "\n";
+}
+
+std::string BytePairTokenizer::merges_txt() const {
+  std::string out = "#version: 0.2\n";
+  for (const auto& [a, b] : merges_) out += a + " " + b + "\n";
+  return out;
+}
+
+BytePairTokenizer character_tokenizer(const std::string& text) {
+  const std::u32string points = utf8::decode(text, "the text");
+  const std::set<char32_t> characters(points.begin(), points.end());  // by code point
+  if (characters.empty()) throw InputError("the text has no character to build a vocabulary from");
+  std::vector<std::string> tokens, partial;
+  std::vector<std::pair<std::string, std::string>> merges;
+  std::set<std::string> seen_partial;
+  for (const char32_t cp : characters) {
+    std::string c;
+    utf8::append(c, cp);
+    std::string symbol = byte_symbol(static_cast<unsigned char>(c[0]));
+    for (size_t i = 1; i < c.size(); ++i) {
+      const std::string next = byte_symbol(static_cast<unsigned char>(c[i]));
+      if (i > 1 && seen_partial.insert(symbol).second) partial.push_back(symbol);
+      if (std::find(merges.begin(), merges.end(), std::pair(symbol, next)) == merges.end()) merges.emplace_back(symbol, next);
+      symbol += next;
+    }
+    tokens.push_back(symbol);
+  }
+  tokens.insert(tokens.end(), partial.begin(), partial.end());
+  tokens.push_back("<|endoftext|>");
+  return BytePairTokenizer(std::move(tokens), std::move(merges));
 }
 
 std::optional<int64_t> BytePairTokenizer::find(const std::string& token) const {

@@ -25,6 +25,11 @@ class BytePairTokenizer {
   size_t size() const { return tokens_.size(); }
   const std::string& token(int64_t id) const;
   std::optional<int64_t> find(const std::string& token) const;  // its id, if the vocabulary has it
+  const std::vector<std::string>& tokens() const { return tokens_; }
+  const std::vector<std::pair<std::string, std::string>>& merges() const { return merges_; }
+  // The files from_files reads: vocab.json ({token: id}) and merges.txt ("#version: 0.2", then a pair a line).
+  std::string vocab_json() const;
+  std::string merges_txt() const;
 
  private:
   std::vector<std::string> merge(const std::string& piece) const;
@@ -36,6 +41,13 @@ class BytePairTokenizer {
   std::vector<std::pair<std::string, std::string>> merges_;  // by rank
   std::vector<std::string> specials_;              // "<|endoftext|>" and its kind: kept whole
 };
+
+// A character vocabulary as a byte-level BPE (what GPT-2's tokenizer files hold): one token per distinct
+// character of `text` (valid UTF-8), ids 0 … in code point order; then the byte sequences the merges
+// pass through (a character's first 2, 3 bytes), which no text encodes to; then <|endoftext|>. Each
+// merge joins a character's bytes left to right, so every character of `text` encodes to its own token.
+// InputError for text without a character.
+BytePairTokenizer character_tokenizer(const std::string& text);
 
 // The printable symbol byte-level BPE writes byte `b` as (bytes_to_unicode).
 const std::string& byte_symbol(unsigned char b);

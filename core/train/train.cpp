@@ -51,7 +51,10 @@ Json record_json(const StepRecord& r) {
 }
 
 Json record_json(const EvalRecord& r) {
-  return {{"step", r.step}, {"val_loss", r.loss}, {"val_accuracy", r.accuracy}};
+  Json j = {{"step", r.step}, {"val_loss", r.loss}, {"val_accuracy", r.accuracy}};
+  if (r.repeated_loss) j["val_repeated_loss"] = *r.repeated_loss;
+  if (r.induction_score) j["induction_score"] = *r.induction_score;
+  return j;
 }
 
 // The mean loss over items (each batch's mean weighted by its size) and the share predicted right.
@@ -73,18 +76,67 @@ EvalRecord evaluate(const TransformerModel& model, const std::vector<LabelledIte
   return r;
 }
 
-Trainer::Trainer(TransformerModel model, std::vector<LabelledItem> train_items, TrainSettings settings,
-                 TorchGenerator dropout)
-    : model_(std::move(model)),
-      grads_(zeros_like(model_)),
-      items_(std::move(train_items)),
+void check_loss(const StepRecord& r) {
+  if (!std::isfinite(r.loss))
+    throw InputError("the loss became " + std::string(std::isnan(r.loss) ? "NaN" : "infinite") + " at step " +
+                     std::to_string(r.step) + "; stopped before updating (try a lower learning rate or clipping)");
+}
+
+void optimizer_step(Optimizer& optimizer, const TrainSettings& s, size_t steps_done, const std::vector<ParamSlot>& params,
+                    StepRecord& r) {
+  r.grad_norm = s.clip_grad_norm > 0 ? clip_grad_norm(params, s.clip_grad_norm) : grad_norm(params);
+  r.lr = learning_rate(s.schedule, s.optimizer.lr, steps_done);
+  optimizer.step(params, r.lr);
+}
+
+CheckpointParts split_checkpoint(const std::vector<NamedTensor>& tensors, const Json& meta) {
+  CheckpointParts parts;
+  for (const auto& t : tensors) {
+    const bool is_model = t.name.rfind("model.", 0) == 0, is_optimizer = t.name.rfind("optimizer.", 0) == 0;
+    require(is_model || is_optimizer, "checkpoint: unexpected tensor '" + t.name + "'");
+    (is_model ? parts.model : parts.optimizer).push_back({t.name.substr(is_model ? 6 : 10), t.value});
+  }
+  require(meta.is_object() && meta.contains("step") && meta["step"].is_number_unsigned() &&
+              meta.contains("dropout_generator") && meta["dropout_generator"].is_string(),
+          "checkpoint: its step or generator state is missing");
+  parts.step = meta["step"].get<size_t>();
+  parts.generator = meta["dropout_generator"].get<std::string>();
+  return parts;
+}
+
+Training::Training(std::vector<LabelledItem> items, TrainSettings settings, TorchGenerator dropout)
+    : items_(std::move(items)),
       settings_((validate(settings), settings)),
       dropout_(std::move(dropout)),
       pool_(settings_.threads > 1 ? std::make_unique<ThreadPool>(settings_.threads) : nullptr),
       optimizer_(settings_.optimizer),
       order_(items_.size(), settings_.batch_size, settings_.shuffle, settings_.seed) {
-  check_labels(items_, model_.config.num_classes);
   settings_.schedule.total = settings_.steps;
+}
+
+std::vector<NamedTensor> Training::checkpoint_with(std::vector<NamedTensor> model) const {
+  std::vector<NamedTensor> out;
+  for (auto& t : model) out.push_back({"model." + t.name, std::move(t.value)});
+  for (auto& t : optimizer_.state()) out.push_back({"optimizer." + t.name, std::move(t.value)});
+  return out;
+}
+
+Json Training::checkpoint_meta() const {
+  return {{"step", steps_done_}, {"dropout_generator", dropout_.state()}};
+}
+
+void Training::restore_state(const CheckpointParts& parts, const std::vector<ParamSlot>& params) {
+  optimizer_.load_state(parts.optimizer, params);
+  dropout_.set_state(parts.generator);
+  steps_done_ = parts.step;
+}
+
+Trainer::Trainer(TransformerModel model, std::vector<LabelledItem> train_items, TrainSettings settings,
+                 TorchGenerator dropout)
+    : Training(std::move(train_items), std::move(settings), std::move(dropout)),
+      model_(std::move(model)),
+      grads_(zeros_like(model_)) {
+  check_labels(items_, model_.config.num_classes);
 }
 
 EvalRecord Trainer::evaluate(const std::vector<LabelledItem>& items, const Hooks* hooks) const {
@@ -102,46 +154,22 @@ StepRecord Trainer::step() {
   StepRecord r;
   r.step = steps_done_ + 1;
   r.loss = cross_entropy(logits, b.labels, settings_.label_smoothing, &grad_logits);
-  if (!std::isfinite(r.loss))
-    throw InputError("the loss became " + std::string(std::isnan(r.loss) ? "NaN" : "infinite") + " at step " +
-                     std::to_string(r.step) + "; stopped before updating (try a lower learning rate or clipping)");
+  check_loss(r);
   r.accuracy = double(correct(logits, b.labels)) / double(b.batch);
   for (auto& [name, grad] : parameters(grads_)) grad->fill(0.0f);  // optimizer.zero_grad(), in place
   classifier_backward(model_, saved, grad_logits, grads_);
-  const std::vector<ParamSlot> params = slots(model_, grads_);
-  r.grad_norm = settings_.clip_grad_norm > 0 ? clip_grad_norm(params, settings_.clip_grad_norm) : grad_norm(params);
-  r.lr = learning_rate(settings_.schedule, settings_.optimizer.lr, steps_done_);
-  optimizer_.step(params, r.lr);
+  optimizer_step(optimizer_, settings_, steps_done_, slots(model_, grads_), r);
   ++steps_done_;
   return r;
 }
 
-std::vector<NamedTensor> Trainer::checkpoint_tensors() const {
-  std::vector<NamedTensor> out;
-  for (auto& t : state_dict(model_)) out.push_back({"model." + t.name, std::move(t.value)});
-  for (auto& t : optimizer_.state()) out.push_back({"optimizer." + t.name, std::move(t.value)});
-  return out;
-}
-
-Json Trainer::checkpoint_meta() const {
-  return {{"step", steps_done_}, {"dropout_generator", dropout_.state()}};
-}
+std::vector<NamedTensor> Trainer::checkpoint_tensors() const { return checkpoint_with(state_dict(model_)); }
 
 void Trainer::restore(const std::vector<NamedTensor>& tensors, const Json& meta) {
-  std::vector<NamedTensor> model, optimizer;
-  for (const auto& t : tensors) {
-    const bool is_model = t.name.rfind("model.", 0) == 0, is_optimizer = t.name.rfind("optimizer.", 0) == 0;
-    require(is_model || is_optimizer, "checkpoint: unexpected tensor '" + t.name + "'");
-    (is_model ? model : optimizer).push_back({t.name.substr(is_model ? 6 : 10), t.value});
-  }
-  require(meta.is_object() && meta.contains("step") && meta["step"].is_number_unsigned() &&
-              meta.contains("dropout_generator") && meta["dropout_generator"].is_string(),
-          "checkpoint: its step or generator state is missing");
-  model_ = load_transformer(model_.config, model);
+  const CheckpointParts parts = split_checkpoint(tensors, meta);
+  model_ = load_transformer(model_.config, parts.model);
   grads_ = zeros_like(model_);
-  optimizer_.load_state(optimizer, slots(model_, grads_));
-  dropout_.set_state(meta["dropout_generator"].get<std::string>());
-  steps_done_ = meta["step"].get<size_t>();
+  restore_state(parts, slots(model_, grads_));
 }
 
 }  // namespace attn::train

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,8 +52,13 @@ struct EvalRecord {
   size_t step = 0;
   float loss = 0;
   double accuracy = 0;
+  // A language model on repeated halves (the induction task): the loss on the predictable half, and the
+  // best induction score of its heads (core/model/head_detectors.hpp).
+  std::optional<float> repeated_loss;
+  std::optional<double> induction_score;
 };
-// The --log lines: {"step", "loss", "accuracy", "lr", "grad_norm"} and {"step", "val_loss", "val_accuracy"}.
+// The --log lines: {"step", "loss", "accuracy", "lr", "grad_norm"} and {"step", "val_loss", "val_accuracy"}
+// (with "val_repeated_loss" and "induction_score" when measured).
 Json record_json(const StepRecord& r);
 Json record_json(const EvalRecord& r);
 
@@ -61,33 +67,36 @@ Json record_json(const EvalRecord& r);
 EvalRecord evaluate(const TransformerModel& model, const std::vector<LabelledItem>& items, MaskKind mask,
                     size_t batch_size, const Hooks* hooks = nullptr);
 
-class Trainer {
+// What a run's loop, log and checkpoints need of a trainer, and the state every trainer keeps besides
+// its model: the classifier's (Trainer, below) or a language model's (core/train/train_lm.hpp).
+class Training {
  public:
-  // `dropout` continues the generator the model was initialised from (as torch.manual_seed's global
-  // generator does in the PyTorch loop). Throws InputError for bad settings or labels outside the classes.
-  Trainer(TransformerModel model, std::vector<LabelledItem> train_items, TrainSettings settings,
-          TorchGenerator dropout);
-
+  virtual ~Training() = default;
+  Training(Training&&) = default;
+  Training& operator=(Training&&) = default;
   // One step; throws InputError naming the step when the loss is not finite (nothing is updated).
-  StepRecord step();
+  virtual StepRecord step() = 0;
   size_t steps_done() const { return steps_done_; }
-  const TransformerModel& model() const { return model_; }
-  // The last step's gradients as the optimizer took them (clipped when clipping), as p.grad holds them.
-  const TransformerModel& gradients() const { return grads_; }
   const TrainSettings& settings() const { return settings_; }
   // The threads the products run on: settings().threads, or fewer where no more could start.
   size_t threads() const { return pool_ ? pool_->size() : 1; }
-  // evaluate() of the current model on `items`, with the run's mask, batch size, rounding and threads.
-  EvalRecord evaluate(const std::vector<LabelledItem>& items, const Hooks* hooks = nullptr) const;
-
+  // Loss and accuracy on `items` in evaluation mode, with the run's batch size, rounding and threads.
+  virtual EvalRecord evaluate(const std::vector<LabelledItem>& items, const Hooks* hooks = nullptr) const = 0;
   // The checkpoint: the model's state_dict as "model.<name>", the optimizer's state as "optimizer.<name>",
   // and in `meta` the step count and the dropout generator. restore() takes them back.
-  std::vector<NamedTensor> checkpoint_tensors() const;
+  virtual std::vector<NamedTensor> checkpoint_tensors() const = 0;
   Json checkpoint_meta() const;
-  void restore(const std::vector<NamedTensor>& tensors, const Json& meta);
+  virtual void restore(const std::vector<NamedTensor>& tensors, const Json& meta) = 0;
 
- private:
-  TransformerModel model_, grads_;
+ protected:
+  // `dropout` continues the generator the model was initialised from (as torch.manual_seed's global
+  // generator does in the PyTorch loop). Validates the settings.
+  Training(std::vector<LabelledItem> items, TrainSettings settings, TorchGenerator dropout);
+  // The model's tensors under their checkpoint names, with the optimizer's state.
+  std::vector<NamedTensor> checkpoint_with(std::vector<NamedTensor> model) const;
+  // The optimizer's state, the generator and the step count of a checkpoint whose model is restored.
+  void restore_state(const struct CheckpointParts& parts, const std::vector<ParamSlot>& params);
+
   std::vector<LabelledItem> items_;
   TrainSettings settings_;
   TorchGenerator dropout_;
@@ -95,6 +104,40 @@ class Trainer {
   Optimizer optimizer_;
   BatchOrder order_;
   size_t steps_done_ = 0;
+};
+
+// The parts of a step both trainers share, after the gradients: the loss checked (an InputError naming
+// the step when it is not finite), the gradient norm (clipped when asked), the schedule's lr, and
+// optimizer.step(). Fills r.grad_norm and r.lr.
+void check_loss(const StepRecord& r);
+void optimizer_step(Optimizer& optimizer, const TrainSettings& s, size_t steps_done,
+                    const std::vector<ParamSlot>& params, StepRecord& r);
+// A checkpoint's tensors split by their "model." and "optimizer." prefixes (which are dropped), and its
+// meta checked: the step count and the generator's state.
+struct CheckpointParts {
+  std::vector<NamedTensor> model, optimizer;
+  size_t step = 0;
+  std::string generator;
+};
+CheckpointParts split_checkpoint(const std::vector<NamedTensor>& tensors, const Json& meta);
+
+class Trainer : public Training {
+ public:
+  // Throws InputError for bad settings or labels outside the classes.
+  Trainer(TransformerModel model, std::vector<LabelledItem> train_items, TrainSettings settings,
+          TorchGenerator dropout);
+
+  StepRecord step() override;
+  const TransformerModel& model() const { return model_; }
+  // The last step's gradients as the optimizer took them (clipped when clipping), as p.grad holds them.
+  const TransformerModel& gradients() const { return grads_; }
+  // evaluate() of the current model on `items`, with the run's mask, batch size, rounding and threads.
+  EvalRecord evaluate(const std::vector<LabelledItem>& items, const Hooks* hooks = nullptr) const override;
+  std::vector<NamedTensor> checkpoint_tensors() const override;
+  void restore(const std::vector<NamedTensor>& tensors, const Json& meta) override;
+
+ private:
+  TransformerModel model_, grads_;
 };
 
 }  // namespace attn::train

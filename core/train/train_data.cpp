@@ -1,4 +1,5 @@
 #include "core/train/train_data.hpp"
+#include "core/train/train_lm.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -452,7 +453,9 @@ const TaskSpec& find_task(const std::string& name) {
     if (t.name == name) return t;
     names += (names.empty() ? "" : ", ") + t.name;
   }
-  throw InputError("unknown task '" + name + "' (tasks: " + names + ")");
+  std::string lm_names;
+  for (const auto& t : lm_tasks()) lm_names += ", " + t.name;
+  throw InputError("unknown task '" + name + "' (tasks: " + names + "; language models: " + lm_names.substr(2) + ")");
 }
 
 std::vector<LabelledItem> generate_task(const TaskSpec& task, size_t count, uint64_t seed) {

@@ -11,6 +11,7 @@
 #include "core/text/tokenizer.hpp"
 #include "core/train/train.hpp"
 #include "core/train/train_data.hpp"
+#include "core/train/train_lm.hpp"
 
 namespace attn::train {
 
@@ -23,6 +24,8 @@ struct TrainOptions {
       backend;  // backend empty: the exact path
   bool nesterov = false, no_shuffle = false, resume = false, quiet = false;
   std::string log, save_weights, save_config, save_vocab, save_grads, checkpoint, checkpoint_every = "100";
+  // Language models (GPT-2): tokens per training window; the merges beside --save-vocab; a checkpoint folder.
+  std::string seq_len, save_merges, save_model_dir;
 };
 
 // What the run trains on: items, vocabulary, and the model config they imply.
@@ -31,6 +34,10 @@ struct RunData {
   Vocab vocab;
   const TaskSpec* task = nullptr;
   TransformerConfig config;
+  // A language model's run (GPT-2; --task induction … or a transformers config or --model-dir): its
+  // tokenizer (GPT-2's BPE or a character vocabulary), and the built-in task when one.
+  std::shared_ptr<const BytePairTokenizer> tokenizer;
+  const LmTaskSpec* lm_task = nullptr;
 };
 
 struct TrainRun {
@@ -39,11 +46,17 @@ struct TrainRun {
   size_t eval_every = 0;  // 0: evaluate at the end only
   // Everything a checkpoint must agree with to be continued (--resume names the first key that differs).
   Json identity;
-  std::unique_ptr<Trainer> trainer;
+  std::unique_ptr<Trainer> trainer;       // the classifier's, or
+  std::unique_ptr<LmTrainer> lm_trainer;  // a language model's
+  Training& training() const { return trainer ? static_cast<Training&>(*trainer) : *lm_trainer; }
 };
 
-// Checks the options' combination, reads the data, builds the model (seeded with --seed, or --weights)
-// and its trainer; throws InputError naming what is wrong.
+// Whether the options train a language model (GPT-2) rather than the tutorial's classifier: a language
+// task, --model-dir, or --config holding a transformers config.
+bool trains_language_model(const TrainOptions& o);
+// Checks the options' combination, reads the data, builds the model (seeded with --seed, or --weights;
+// a language model from its config seeded, or from --model-dir) and its trainer; throws InputError
+// naming what is wrong.
 TrainRun prepare_train_run(const TrainOptions& o);
 
 }  // namespace attn::train

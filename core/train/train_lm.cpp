@@ -1,0 +1,408 @@
+#include "core/train/train_lm.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "core/base/error.hpp"
+#include "core/base/memory.hpp"
+#include "core/kernels/kernels.hpp"
+#include "core/model/tutorial.hpp"
+
+namespace attn::train {
+namespace {
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw InputError(message);
+}
+
+bool is_blank(const std::string& line) {
+  return line.find_first_not_of(" \t\r") == std::string::npos;
+}
+
+bool jsonl_named(const std::string& path) {
+  for (const char* ext : {".jsonl", ".ndjson", ".json"})
+    if (path.size() >= std::string(ext).size() && path.compare(path.size() - std::string(ext).size(), std::string::npos, ext) == 0)
+      return true;
+  return false;
+}
+
+bool text_named(const std::string& path) { return path.size() >= 4 && path.compare(path.size() - 4, 4, ".txt") == 0; }
+
+// One JSON line: {"text": non-empty string} or {"ids": [non-negative integers]}; an error text or "".
+std::string parse_lm_line(const std::string& raw, LmLine& out) {
+  Json j;
+  try {
+    j = Json::parse(raw);
+  } catch (const Json::exception&) {
+    return "not valid JSON";
+  }
+  if (!j.is_object()) return "not a JSON object";
+  if (j.contains("text")) {
+    if (!j["text"].is_string() || j["text"].get<std::string>().empty()) return "\"text\" must be a non-empty string";
+    out.text = j["text"].get<std::string>();
+    if (!is_valid_utf8(out.text)) return "\"text\" is not valid UTF-8";
+    return "";
+  }
+  if (!j.contains("ids")) return "no \"text\" or \"ids\"";
+  if (!j["ids"].is_array() || j["ids"].empty()) return "\"ids\" must be a non-empty array";
+  for (const Json& id : j["ids"]) {
+    if (!id.is_number_unsigned()) return "\"ids\" must hold non-negative integers";
+    out.ids.push_back(id.get<int64_t>());
+  }
+  return "";
+}
+
+void throw_bad_lines(const std::string& path, const std::vector<std::string>& bad, size_t count) {
+  std::string message = path + ": " + std::to_string(count) + " bad line" + (count == 1 ? "" : "s") + ":";
+  for (const std::string& b : bad) message += "\n  " + b;
+  if (count > bad.size()) message += "\n  …";
+  throw InputError(message);
+}
+
+// Windows of `seq_len` tokens; a last one of 2 tokens or more.
+void add_windows(const std::vector<int64_t>& ids, size_t line, size_t seq_len, std::vector<LabelledItem>& out) {
+  for (size_t at = 0; at + 2 <= ids.size(); at += seq_len) {
+    LabelledItem item;
+    item.line = line;
+    item.ids.assign(ids.begin() + std::ptrdiff_t(at), ids.begin() + std::ptrdiff_t(std::min(ids.size(), at + seq_len)));
+    out.push_back(std::move(item));
+  }
+}
+
+}  // namespace
+
+std::vector<LmLine> parse_lm_data(const std::string& path, const std::string& content) {
+  std::string body = content;
+  if (body.rfind("\xEF\xBB\xBF", 0) == 0) body.erase(0, 3);
+  const size_t first = body.find_first_not_of(" \t\r\n");
+  const bool jsonl = jsonl_named(path) || (!text_named(path) && first != std::string::npos && body[first] == '{');
+  if (!jsonl) {
+    if (!is_valid_utf8(body)) throw InputError(path + ": the text is not valid UTF-8");
+    if (first == std::string::npos) throw InputError(path + ": no usable token (the file is empty or blank)");
+    return {LmLine{0, body, {}}};
+  }
+  std::vector<LmLine> lines;
+  std::vector<std::string> bad;
+  size_t bad_count = 0, number = 0;
+  std::istringstream in(body);
+  for (std::string raw; std::getline(in, raw);) {
+    ++number;
+    if (is_blank(raw)) continue;
+    LmLine l;
+    l.line = number;
+    const std::string error = parse_lm_line(raw, l);
+    if (error.empty()) {
+      lines.push_back(std::move(l));
+    } else if (++bad_count <= 10) {
+      bad.push_back("line " + std::to_string(number) + ": " + error);
+    }
+  }
+  if (bad_count) throw_bad_lines(path, bad, bad_count);
+  if (lines.empty()) throw InputError(path + ": no usable token (no line holds a text or ids)");
+  return lines;
+}
+
+std::string lm_text(const std::vector<LmLine>& lines) {
+  std::string text;
+  for (const LmLine& l : lines) text += l.text;
+  return text;
+}
+
+std::vector<LabelledItem> lm_items(const std::string& path, const std::vector<LmLine>& lines,
+                                   const BytePairTokenizer& tokenizer, size_t seq_len, size_t vocab_size) {
+  std::vector<LabelledItem> items;
+  std::vector<std::string> bad;
+  size_t bad_count = 0;
+  for (const LmLine& l : lines) {
+    std::vector<int64_t> ids = l.ids;
+    std::string error;
+    try {
+      if (!l.text.empty()) ids = tokenizer.encode(l.text).ids;
+    } catch (const InputError& e) {
+      error = e.what();
+    }
+    for (int64_t id : ids)
+      if (error.empty() && size_t(id) >= vocab_size)
+        error = "token id " + std::to_string(id) + " is outside the model's " + std::to_string(vocab_size) + " tokens";
+    if (error.empty()) {
+      add_windows(ids, l.line, seq_len, items);
+    } else if (++bad_count <= 10) {
+      bad.push_back((l.line ? "line " + std::to_string(l.line) + ": " : "") + error);
+    }
+  }
+  if (bad_count) throw_bad_lines(path, bad, bad_count);
+  if (items.empty()) throw InputError(path + ": no usable token (no text or ids line gives 2 tokens to learn from)");
+  return items;
+}
+
+PretrainedInput lm_batch(const std::vector<LabelledItem>& items, const std::vector<size_t>& indices) {
+  PretrainedInput in;
+  in.batch = indices.size();
+  for (size_t i : indices) in.seq = std::max(in.seq, items[i].ids.size());
+  in.ids.assign(in.batch * in.seq, 0);
+  for (size_t b = 0; b < in.batch; ++b) {
+    const auto& ids = items[indices[b]].ids;
+    std::copy(ids.begin(), ids.end(), in.ids.begin() + std::ptrdiff_t(b * in.seq));
+    in.lengths.push_back(ids.size());
+  }
+  return in;
+}
+
+// --- tasks ---
+
+namespace {
+
+const std::string letters = "abcdefghijklmnopqrstuvwxyz";
+const std::string induction_letters = letters + "ABCDEF";
+constexpr size_t induction_half = 12;
+
+size_t draw(TorchGenerator& g, size_t m) { return g.random() % m; }
+
+std::string induction_sample(TorchGenerator& g, size_t) {
+  std::string half;
+  for (size_t i = 0; i < induction_half; ++i) half += induction_letters[draw(g, induction_letters.size())];
+  return half + half;
+}
+
+std::string random_letters(TorchGenerator& g) {
+  std::string s;
+  for (size_t n = 3 + draw(g, 8); n > 0; --n) s += letters[draw(g, letters.size())];
+  return s;
+}
+
+std::string copy_sample(TorchGenerator& g, size_t) {
+  const std::string s = random_letters(g);
+  return s + "|" + s;
+}
+
+std::string reverse_sample(TorchGenerator& g, size_t) {
+  const std::string s = random_letters(g);
+  return s + "|" + std::string(s.rbegin(), s.rend());
+}
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
+std::string korean_sample(TorchGenerator& g, size_t index) {
+  return joined(find_task(index % 2 == 0 ? "places" : "asked").sample(g, index)) + "\n";
+}
+
+// Every character the korean task can write: its generators' vocabularies and the first tutorial's sentences.
+std::string korean_characters() {
+  std::string text = " \n";
+  for (const char* name : {"places", "asked"})
+    for (const std::string& t : find_task(name).tokens) text += t;
+  for (const std::string& s : tutorial_sentences()) text += s;
+  return text;
+}
+
+}  // namespace
+
+const std::vector<LmTaskSpec>& lm_tasks() {
+  static const std::vector<LmTaskSpec> tasks = [] {
+    std::vector<LmTaskSpec> t(4);
+    t[0] = {"induction", induction_letters, 64, 4, 2, 2 * induction_half, 1e-3, 32, 600, 20000, 500, induction_sample};
+    t[1] = {"copy", letters + "|", 64, 2, 2, 21, 1e-3, 32, 2000, 10000, 500, copy_sample};
+    t[2] = {"reverse", letters + "|", 64, 2, 2, 21, 1e-3, 32, 2000, 10000, 500, reverse_sample};
+    t[3] = {"korean", korean_characters(), 64, 2, 2, 32, 3e-3, 32, 1500, 4000, 400, korean_sample};
+    return t;
+  }();
+  return tasks;
+}
+
+const LmTaskSpec* find_lm_task(const std::string& name) {
+  for (const LmTaskSpec& t : lm_tasks())
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+BytePairTokenizer lm_task_tokenizer(const LmTaskSpec& task) { return character_tokenizer(task.characters); }
+
+PretrainedConfig lm_task_config(const LmTaskSpec& task, size_t vocab_size) {
+  PretrainedConfig c;
+  c.family = ModelFamily::gpt2;
+  c.architecture = "GPT2LMHeadModel";
+  c.vocab_size = vocab_size, c.hidden_size = task.n_embd, c.num_heads = task.n_head, c.num_layers = task.n_layer;
+  c.intermediate_size = 4 * task.n_embd, c.max_positions = task.seq_len;
+  c.layer_norm_eps = 1e-5, c.activation = HiddenAct::gelu_new;
+  c.embd_pdrop = c.resid_pdrop = c.attn_pdrop = 0.0;
+  return c;
+}
+
+Datasets lm_task_data(const LmTaskSpec& task, const BytePairTokenizer& tokenizer, uint64_t seed) {
+  TorchGenerator g(seed);
+  std::vector<LmLine> train, val;
+  for (size_t i = 0; i < task.train_size + task.val_size; ++i)
+    (i < task.train_size ? train : val).push_back({i < task.train_size ? i + 1 : i - task.train_size + 1, task.sample(g, i), {}});
+  // The korean task is one running text cut into windows; the others are an item each.
+  if (task.name == "korean") train = {LmLine{0, lm_text(train), {}}}, val = {LmLine{0, lm_text(val), {}}};
+  const size_t V = tokenizer.size();
+  return {lm_items(task.name, train, tokenizer, task.seq_len, V), lm_items(task.name, val, tokenizer, task.seq_len, V)};
+}
+
+// --- training ---
+
+namespace {
+
+// The model's tensors and their gradients' as the optimizer's slots, named as in the model's layout.
+std::vector<ParamSlot> slots(PretrainedModel& model, PretrainedModel& grads) {
+  std::vector<Tensor*> values, gradients;
+  for_each_tensor(model, [&](Tensor& t) { values.push_back(&t); });
+  for_each_tensor(grads, [&](Tensor& t) { gradients.push_back(&t); });
+  std::vector<ParamSlot> out;
+  for (size_t i = 0; i < values.size(); ++i)
+    out.push_back({"p" + std::to_string(i), values[i]->data(), gradients[i]->data(), values[i]->size()});
+  return out;
+}
+
+// Predicted positions whose arg-max logit is the label (torch.argmax: the first maximum).
+size_t correct(const Tensor& logits, const std::vector<int64_t>& labels) {
+  const size_t V = logits.shape().back();
+  size_t n = 0;
+  for (size_t r = 0; r < labels.size(); ++r) {
+    if (labels[r] < 0) continue;
+    const float* row = logits.data() + r * V;
+    n += size_t(std::max_element(row, row + V) - row) == size_t(labels[r]);
+  }
+  return n;
+}
+
+size_t counted(const std::vector<int64_t>& labels) {
+  return size_t(std::count_if(labels.begin(), labels.end(), [](int64_t l) { return l >= 0; }));
+}
+
+Tensor eval_logits(const PretrainedModel& model, const PretrainedInput& in, const Hooks* hooks) {
+  if (hooks && !hooks->empty()) return gpt2_forward(model, in, hooks).at("logits");
+  Gpt2Saved saved;
+  return gpt2_train_forward(model, in, nullptr, saved);
+}
+
+void for_batches(size_t n, size_t batch_size, const std::function<void(const std::vector<size_t>&)>& visit) {
+  for (size_t begin = 0; begin < n; begin += batch_size) {
+    std::vector<size_t> indices;
+    for (size_t i = begin; i < std::min(n, begin + batch_size); ++i) indices.push_back(i);
+    visit(indices);
+  }
+}
+
+}  // namespace
+
+std::optional<float> repeated_half_loss(const PretrainedModel& model, const std::vector<LabelledItem>& items) {
+  for (const auto& item : items) {
+    const size_t half = item.ids.size() / 2;
+    if (item.ids.size() % 2 || half < 2 || !std::equal(item.ids.begin(), item.ids.begin() + std::ptrdiff_t(half),
+                                                        item.ids.begin() + std::ptrdiff_t(half)))
+      return std::nullopt;
+  }
+  double total = 0;
+  size_t n = 0;
+  for_batches(items.size(), 64, [&](const std::vector<size_t>& indices) {
+    const PretrainedInput in = lm_batch(items, indices);
+    std::vector<int64_t> labels = next_token_labels(in);
+    for (size_t b = 0; b < in.batch; ++b)
+      for (size_t s = 0; s < in.lengths[b] / 2; ++s) labels[b * in.seq + s] = -100;  // targets from half + 1 on
+    const size_t c = counted(labels);
+    total += double(cross_entropy(eval_logits(model, in, nullptr), labels, 0.0, nullptr)) * double(c);
+    n += c;
+  });
+  return float(total / double(n));
+}
+
+double best_induction_score(const PretrainedModel& model, const std::vector<LabelledItem>& items) {
+  std::vector<size_t> first;
+  for (size_t i = 0; i < std::min<size_t>(items.size(), 32); ++i) first.push_back(i);
+  const PretrainedInput in = lm_batch(items, first);
+  const Trace trace = gpt2_forward(model, in);
+  const size_t H = model.config.num_heads, S = in.seq;
+  double best = 0;
+  for (size_t layer = 0; layer < model.layers.size(); ++layer) {
+    const Tensor& w = trace.at(attention_weights_stage(ModelFamily::gpt2, layer));  // [B, H, S, S]
+    for (size_t h = 0; h < H; ++h) {
+      double sum = 0;
+      size_t n = 0;
+      for (size_t b = 0; b < in.batch; ++b)
+        for (size_t i = in.lengths[b] / 2; i < in.lengths[b]; ++i, ++n)
+          sum += w.data()[((b * H + h) * S + i) * S + i - in.lengths[b] / 2 + 1];
+      best = std::max(best, sum / double(n));
+    }
+  }
+  return best;
+}
+
+LmTrainer::LmTrainer(PretrainedModel model, std::vector<LabelledItem> train_items, TrainSettings settings,
+                     TorchGenerator dropout)
+    : Training(std::move(train_items), std::move(settings), std::move(dropout)),
+      model_(std::move(model)),
+      grads_(zeros_like(model_)) {
+  size_t longest = 0;
+  for (const auto& item : items_) {
+    require(item.ids.size() <= model_.config.max_positions,
+            "item " + std::to_string(item.line) + " has " + std::to_string(item.ids.size()) + " tokens, more than the model's " +
+                std::to_string(model_.config.max_positions) + " positions");
+    longest = std::max(longest, item.ids.size());
+  }
+  // A step keeps about a trace's worth of activations, the logits and their gradient, and the weights'
+  // gradients and Adam's two buffers.
+  const PretrainedConfig& c = model_.config;
+  const double tokens = double(settings_.batch_size) * double(longest);
+  check_fits_in_memory(4.0 * (pretrained_trace_floats(c, settings_.batch_size, longest) + 2 * tokens * double(c.vocab_size) +
+                              3.0 * double(parameter_count(model_))),
+                       "a training step of " + std::to_string(settings_.batch_size) + " windows of " + std::to_string(longest) +
+                           " tokens");
+}
+
+StepRecord LmTrainer::step() {
+  const ProductMode mode(settings_.rounding, pool_.get());
+  const PretrainedInput in = lm_batch(items_, order_.batch(steps_done_));
+  Gpt2Saved saved;
+  const Tensor logits = gpt2_train_forward(model_, in, &dropout_, saved);
+  const std::vector<int64_t> labels = next_token_labels(in);
+  Tensor grad_logits;
+  StepRecord r;
+  r.step = steps_done_ + 1;
+  r.loss = cross_entropy(logits, labels, settings_.label_smoothing, &grad_logits);
+  check_loss(r);
+  r.accuracy = double(correct(logits, labels)) / double(counted(labels));
+  for_each_tensor(grads_, [](Tensor& t) { t.fill(0.0f); });  // optimizer.zero_grad(), in place
+  gpt2_backward(model_, saved, grad_logits, grads_);
+  optimizer_step(optimizer_, settings_, steps_done_, slots(model_, grads_), r);
+  ++steps_done_;
+  return r;
+}
+
+// The mean loss over every predicted position of the items, and the share predicted right.
+EvalRecord LmTrainer::evaluate(const std::vector<LabelledItem>& items, const Hooks* hooks) const {
+  const ProductMode mode(settings_.rounding, pool_.get());
+  double loss = 0;
+  size_t right = 0, n = 0;
+  for_batches(items.size(), settings_.batch_size, [&](const std::vector<size_t>& indices) {
+    const PretrainedInput in = lm_batch(items, indices);
+    const std::vector<int64_t> labels = next_token_labels(in);
+    const Tensor logits = eval_logits(model_, in, hooks);
+    const size_t c = counted(labels);
+    loss += double(cross_entropy(logits, labels, 0.0, nullptr)) * double(c);
+    right += correct(logits, labels);
+    n += c;
+  });
+  EvalRecord r;
+  r.loss = float(loss / double(n));
+  r.accuracy = double(right) / double(n);
+  if (!hooks) r.repeated_loss = repeated_half_loss(model_, items);
+  if (r.repeated_loss) r.induction_score = best_induction_score(model_, items);
+  return r;
+}
+
+std::vector<NamedTensor> LmTrainer::checkpoint_tensors() const { return checkpoint_with(gpt2_state_dict(model_)); }
+
+void LmTrainer::restore(const std::vector<NamedTensor>& tensors, const Json& meta) {
+  const CheckpointParts parts = split_checkpoint(tensors, meta);
+  model_ = load_pretrained(model_.config, parts.model, "checkpoint");
+  grads_ = zeros_like(model_);
+  restore_state(parts, slots(model_, grads_));
+}
+
+}  // namespace attn::train

@@ -1,0 +1,145 @@
+#!/usr/bin/python3
+"""`attn train` of GPT-2 language models against PyTorch (Debian's python3-torch 1.13), through the files
+it writes:
+  1. --task induction: the log records the phase change (the loss on the repeated half and the best
+     induction score, before and after); the saved folder (--save-model-dir) loads into the
+     hand-written GPT2LMHeadModel of tests/torchgen (load_state_dict strict, Hugging Face's names and
+     layouts), whose logits equal `attn encode --model-dir`'s within 1e-5 and whose best head, measured
+     here on fresh repeated random letters, has an induction (prefix-matching) score >= 0.5; the
+     gradients (--save-grads) are named as PyTorch names the parameters.
+  2. From scratch with a GPT-2 config.json and a Korean .txt: the character vocabulary (--save-vocab,
+     --save-merges) gives each character of the text its own token, and the run's first loss is
+     PyTorch's on the same initialisation (torch.manual_seed; tests/torchgen/gpt2_train.py's model).
+  3. Fine-tuning the folder of 1 (--model-dir) on a JSON Lines file: the result loads into PyTorch.
+    /usr/bin/python3 tests/train_lm_check.py path/to/attn
+"""
+import importlib.util
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+import torch
+import torch.nn.functional as F
+
+HERE = pathlib.Path(__file__).resolve().parent
+spec = importlib.util.spec_from_file_location("intervention_check", HERE / "intervention_check.py")
+IC = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(IC)
+spec = importlib.util.spec_from_file_location("fixture_gpt2_train", HERE / "torchgen" / "gpt2_train.py")
+G = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(G)
+check, failures = IC.check, IC.failures
+
+
+def attn(binary, *args):
+    r = subprocess.run([binary, *map(str, args)], capture_output=True, timeout=600)
+    if r.returncode != 0:
+        raise SystemExit(f"attn {' '.join(map(str, args))} failed: {r.stderr.decode()}")
+    return r.stdout.decode()
+
+
+def log_records(path):
+    return [json.loads(line) for line in pathlib.Path(path).read_text().splitlines()]
+
+
+def induction_scores(model, vocab, n_layer, seed=1):
+    """Each head's mean attention from position i of the second half to i - half + 1."""
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEF"
+    g = torch.Generator().manual_seed(seed)
+    half = torch.randint(0, len(letters), (32, 12), generator=g)
+    ids = torch.tensor([[vocab[letters[int(i)]] for i in row] for row in half])
+    ids = torch.cat([ids, ids], dim=1)
+    IC.P.STAGES.clear()
+    with torch.no_grad():
+        model(ids)
+    scores = []
+    for layer in range(n_layer):
+        w = IC.P.STAGES[f"h.{layer}.attn.attn_weights"]  # [B, H, S, S]
+        rows = torch.arange(12, 24)
+        scores.append(w[:, :, rows, rows - 12 + 1].mean(dim=(0, 2)))
+    return torch.stack(scores)
+
+
+def induction(binary, tmp):
+    folder, log, grads = tmp / "induction", tmp / "induction.jsonl", tmp / "grads.safetensors"
+    attn(binary, "train", "--task", "induction", "--steps", 300, "--eval-every", 25, "--log", log,
+         "--save-model-dir", folder, "--save-grads", grads, "--quiet")
+    evals = [r for r in log_records(log) if "val_loss" in r]
+    first, last = evals[0], evals[-1]
+    check(first["val_repeated_loss"] > 3.0 and first["induction_score"] < 0.3,
+          f"induction, step {first['step']}: no induction yet (repeated-half loss {first['val_repeated_loss']:.3f}, "
+          f"score {first['induction_score']:.3f})")
+    check(last["val_repeated_loss"] < 0.2 and last["induction_score"] >= 0.5,
+          f"induction, step {last['step']}: the repeated half is predicted (loss {last['val_repeated_loss']:.4f}), "
+          f"an induction head formed (score {last['induction_score']:.3f})")
+    config, model = IC.pretrained_model(folder)  # strict: every tensor under its Hugging Face name and shape
+    check(True, "the saved folder loads into GPT2LMHeadModel (strict)")
+    vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
+    scores = induction_scores(model, vocab, config["n_layer"])
+    check(scores.max() >= 0.5, f"PyTorch measures the trained model's best induction score {scores.max():.3f} >= 0.5")
+    ours = IC.attn_json(binary, ["--model-dir", str(folder), "--sentence", "abcdefabcdef"])
+    stages = {s["name"]: s for s in ours["stages"]}
+    ids = torch.tensor(stages["input_ids"]["data"]).reshape(stages["input_ids"]["shape"])
+    with torch.no_grad():
+        logits = model(ids)
+    diff = (torch.tensor(stages["logits"]["data"]).reshape(logits.shape) - logits).abs().max().item()
+    check(diff <= 1e-5, f"attn encode --model-dir on the trained folder: logits within {diff:.2e} of PyTorch's")
+    names = set(IC.read_safetensors(grads))
+    expected = {k for k, _ in model.named_parameters()}
+    check(names == expected, "--save-grads names every gradient as PyTorch names its parameter")
+    return folder
+
+
+def from_scratch(binary, tmp):
+    text = "나는 학교에 간다\n너는 집에 간다\n우리는 도서관에서 공부한다\n" * 8
+    data, cfg = tmp / "ko.txt", tmp / "gpt2.json"
+    data.write_text(text, encoding="utf-8")
+    config = {**G.BASE, "n_positions": 16}
+    del config["vocab_size"]
+    cfg.write_text(json.dumps(config))
+    vocab_path, merges_path, log = tmp / "vocab.json", tmp / "merges.txt", tmp / "ko.jsonl"
+    attn(binary, "train", "--config", cfg, "--data", data, "--seq-len", 16, "--steps", 1, "--batch-size", 4,
+         "--no-shuffle", "--lr", "0.001", "--seed", 3, "--log", log, "--save-vocab", vocab_path,
+         "--save-merges", merges_path, "--quiet")
+    vocab = json.loads(vocab_path.read_text(encoding="utf-8"))
+    symbols = IC.P.bytes_to_unicode()
+    chars = sorted(set(text))
+    ok = all(vocab.get("".join(symbols[b] for b in c.encode("utf-8"))) == i for i, c in enumerate(chars))
+    check(ok, f"--save-vocab: the text's {len(chars)} characters are tokens 0 … {len(chars) - 1} in code point order")
+    merges = merges_path.read_text(encoding="utf-8").splitlines()
+    check(merges[0].startswith("#version") and all(len(m.split(" ")) == 2 for m in merges[1:]), "--save-merges: one pair a line")
+    # PyTorch: the same initialisation and the first batch (windows 0-3 of the text, in order).
+    config["vocab_size"] = len(vocab)
+    torch.manual_seed(3)
+    model = G.GPT2LMHeadModel(config).train()
+    ids = [vocab["".join(symbols[b] for b in c.encode("utf-8"))] for c in text]
+    windows = [ids[k * 16:(k + 1) * 16] for k in range(4)]
+    ids_t, labels = G.batch(windows)
+    loss = model(ids_t, labels).item()
+    ours = log_records(log)[0]["loss"]
+    check(abs(ours - loss) <= 1e-5 * abs(loss), f"from scratch: the first loss {ours:.6f} is PyTorch's {loss:.6f}")
+
+
+def fine_tune(binary, tmp, folder):
+    data, out = tmp / "more.jsonl", tmp / "tuned"
+    data.write_text('{"text": "abcabcabc"}\n{"text": "FEDFEDFED"}\n', encoding="utf-8")
+    attn(binary, "train", "--model-dir", folder, "--data", data, "--steps", 3, "--save-model-dir", out, "--quiet")
+    IC.pretrained_model(out)
+    check(True, "--model-dir fine-tuning writes a folder that loads into GPT2LMHeadModel")
+
+
+def main(binary):
+    torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory() as d:
+        tmp = pathlib.Path(d)
+        folder = induction(binary, tmp)
+        from_scratch(binary, tmp)
+        fine_tune(binary, tmp, folder)
+    if failures:
+        raise SystemExit(f"{len(failures)} check(s) failed")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
