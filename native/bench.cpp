@@ -255,6 +255,17 @@ void bench_gemm(Context& c) {
   }
 }
 
+// `n` items of `seq` ids drawn in [low, vocab) (std::mt19937 seeded 1), item i labelled i mod 5.
+std::vector<train::LabelledItem> random_items(size_t n, size_t seq, size_t low, size_t vocab) {
+  std::vector<train::LabelledItem> items(n);
+  std::mt19937 draw(1);
+  for (size_t i = 0; i < n; ++i) {
+    items[i].line = i + 1, items[i].label = int64_t(i % 5);
+    for (size_t s = 0; s < seq; ++s) items[i].ids.push_back(int64_t(low + draw() % (vocab - low)));
+  }
+  return items;
+}
+
 // One training step (forward in train mode with dropout 0.1, backward, AdamW) of the tutorial's classifier
 // on B items of S tokens, at the tutorial classifier's size and the encoder's: by the exact path
 // (PyTorch's rounding) and the fast one (attn train --backend cpu: fused products), on --threads.
@@ -269,12 +280,7 @@ void bench_train(Context& c) {
     TransformerConfig config;
     config.vocab_size = z.vocab, config.d_model = z.d, config.num_heads = z.heads, config.num_layers = z.layers;
     config.max_len = z.seq, config.num_classes = 5;
-    std::vector<train::LabelledItem> items(z.batch);
-    std::mt19937 draw(1);
-    for (size_t i = 0; i < items.size(); ++i) {
-      items[i].line = i + 1, items[i].label = int64_t(i % 5);
-      for (size_t s = 0; s < z.seq; ++s) items[i].ids.push_back(int64_t(1 + draw() % (z.vocab - 1)));
-    }
+    const std::vector<train::LabelledItem> items = random_items(z.batch, z.seq, 1, z.vocab);
     const double rows = double(z.batch * z.seq), d = double(z.d), ff = 4 * d;
     const double forward = double(z.layers) * (rows * (8 * d * d + 4 * d * ff) + 4.0 * rows * double(z.seq) * d);
     const double flops = 3 * forward;
@@ -316,12 +322,7 @@ void bench_train_lm(Context& c) {
     config.family = ModelFamily::gpt2, config.vocab_size = z.vocab, config.hidden_size = z.d, config.num_heads = z.heads;
     config.num_layers = z.layers, config.intermediate_size = 4 * z.d, config.max_positions = z.seq;
     config.layer_norm_eps = 1e-5, config.activation = HiddenAct::gelu_new;
-    std::vector<train::LabelledItem> items(z.batch);
-    std::mt19937 draw(1);
-    for (size_t i = 0; i < items.size(); ++i) {
-      items[i].line = i + 1;
-      for (size_t s = 0; s < z.seq; ++s) items[i].ids.push_back(int64_t(draw() % z.vocab));
-    }
+    const std::vector<train::LabelledItem> items = random_items(z.batch, z.seq, 0, z.vocab);
     const double rows = double(z.batch * z.seq), d = double(z.d);
     const double forward = double(z.layers) * (rows * 24 * d * d + 4.0 * rows * double(z.seq) * d) + 2 * rows * d * double(z.vocab);
     const double flops = 3 * forward;

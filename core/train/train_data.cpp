@@ -13,46 +13,11 @@
 namespace attn::train {
 namespace {
 
-constexpr size_t kListedErrors = 10;
-
 bool ends_with(const std::string& text, const std::string& suffix) {
   return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 bool is_blank(const std::string& text) { return is_valid_utf8(text) && split_words(text).empty(); }
-
-// The bad lines of one file, reported together so that one run shows what to fix.
-class LineErrors {
- public:
-  explicit LineErrors(const std::string& path) : path_(path) {}
-  void add(size_t line, const std::string& reason) {
-    if (count_++ < kListedErrors) listed_ += "\n  line " + std::to_string(line) + ": " + reason;
-  }
-  void throw_if_any() const {
-    if (count_ == 0) return;
-    const std::string more = count_ > kListedErrors ? "\n  ... and " + std::to_string(count_ - kListedErrors) + " more" : "";
-    throw InputError("'" + path_ + "': " + std::to_string(count_) + (count_ == 1 ? " bad line:" : " bad lines:") +
-                     listed_ + more);
-  }
-
- private:
-  std::string path_, listed_;
-  size_t count_ = 0;
-};
-
-// The lines that are not blank, numbered from 1, without end of line or byte-order mark.
-std::vector<std::pair<size_t, std::string>> content_lines(const std::string& content) {
-  std::vector<std::pair<size_t, std::string>> lines;
-  size_t number = 0;
-  for (size_t start = 0; start < content.size();) {
-    size_t end = std::min(content.find('\n', start), content.size());
-    std::string text = content.substr(start, end - start);
-    batch::strip_line(text, ++number);
-    if (!is_blank(text)) lines.emplace_back(number, std::move(text));
-    start = end + 1;
-  }
-  return lines;
-}
 
 int64_t json_label(const Json& line) {
   if (!line.contains("label")) throw InputError("missing \"label\"");
@@ -101,6 +66,26 @@ LabelledLine parse_labelled_line(const std::string& text, DataFormat format) {
 }
 
 }  // namespace
+
+void LineErrors::throw_if_any() const {
+  if (count_ == 0) return;
+  const std::string more = count_ > listed ? "\n  ... and " + std::to_string(count_ - listed) + " more" : "";
+  throw InputError("'" + path_ + "': " + std::to_string(count_) + (count_ == 1 ? " bad line:" : " bad lines:") +
+                   listed_ + more);
+}
+
+std::vector<std::pair<size_t, std::string>> content_lines(const std::string& content) {
+  std::vector<std::pair<size_t, std::string>> lines;
+  size_t number = 0;
+  for (size_t start = 0; start < content.size();) {
+    size_t end = std::min(content.find('\n', start), content.size());
+    std::string text = content.substr(start, end - start);
+    batch::strip_line(text, ++number);
+    if (!is_blank(text)) lines.emplace_back(number, std::move(text));
+    start = end + 1;
+  }
+  return lines;
+}
 
 DataFormat data_format(const std::string& path, const std::string& first_line) {
   if (ends_with(path, ".tsv")) return DataFormat::tsv;

@@ -24,6 +24,26 @@
 
 namespace attn::train {
 
+// --- data files, line by line (the classifier's labelled files and a language model's) ---
+
+// The lines that are not blank, numbered from 1, without end of line or byte-order mark.
+std::vector<std::pair<size_t, std::string>> content_lines(const std::string& content);
+
+// The bad lines of one file, reported together so that one run shows what to fix: the first 10 listed.
+class LineErrors {
+ public:
+  explicit LineErrors(const std::string& path) : path_(path) {}
+  void add(size_t line, const std::string& reason) {
+    if (count_++ < listed) listed_ += "\n  line " + std::to_string(line) + ": " + reason;
+  }
+  void throw_if_any() const;
+
+ private:
+  static constexpr size_t listed = 10;
+  std::string path_, listed_;
+  size_t count_ = 0;
+};
+
 // --- labelled data files (--data, --val-data) ---
 
 // JSON Lines {"text": "…", "label": k} or {"ids": […], "label": k}, optionally with "id" (other keys

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
 #include "core/base/error.hpp"
 #include "core/base/memory.hpp"
+#include "core/batch/batch.hpp"
 #include "core/kernels/kernels.hpp"
 #include "core/model/tutorial.hpp"
 
@@ -15,19 +15,6 @@ namespace {
 void require(bool ok, const std::string& message) {
   if (!ok) throw InputError(message);
 }
-
-bool is_blank(const std::string& line) {
-  return line.find_first_not_of(" \t\r") == std::string::npos;
-}
-
-bool jsonl_named(const std::string& path) {
-  for (const char* ext : {".jsonl", ".ndjson", ".json"})
-    if (path.size() >= std::string(ext).size() && path.compare(path.size() - std::string(ext).size(), std::string::npos, ext) == 0)
-      return true;
-  return false;
-}
-
-bool text_named(const std::string& path) { return path.size() >= 4 && path.compare(path.size() - 4, 4, ".txt") == 0; }
 
 // One JSON line: {"text": non-empty string} or {"ids": [non-negative integers]}; an error text or "".
 std::string parse_lm_line(const std::string& raw, LmLine& out) {
@@ -53,13 +40,6 @@ std::string parse_lm_line(const std::string& raw, LmLine& out) {
   return "";
 }
 
-void throw_bad_lines(const std::string& path, const std::vector<std::string>& bad, size_t count) {
-  std::string message = path + ": " + std::to_string(count) + " bad line" + (count == 1 ? "" : "s") + ":";
-  for (const std::string& b : bad) message += "\n  " + b;
-  if (count > bad.size()) message += "\n  …";
-  throw InputError(message);
-}
-
 // Windows of `seq_len` tokens; a last one of 2 tokens or more.
 void add_windows(const std::vector<int64_t>& ids, size_t line, size_t seq_len, std::vector<LabelledItem>& out) {
   for (size_t at = 0; at + 2 <= ids.size(); at += seq_len) {
@@ -73,34 +53,27 @@ void add_windows(const std::vector<int64_t>& ids, size_t line, size_t seq_len, s
 }  // namespace
 
 std::vector<LmLine> parse_lm_data(const std::string& path, const std::string& content) {
-  std::string body = content;
-  if (body.rfind("\xEF\xBB\xBF", 0) == 0) body.erase(0, 3);
-  const size_t first = body.find_first_not_of(" \t\r\n");
-  const bool jsonl = jsonl_named(path) || (!text_named(path) && first != std::string::npos && body[first] == '{');
-  if (!jsonl) {
+  const auto lines = content_lines(content);
+  if (lines.empty()) throw InputError(path + ": no usable token (the file is empty or blank)");
+  const auto by_name = batch::format_from_name(path);
+  if (by_name.value_or(batch::format_from_first_line(lines.front().second)) == batch::InputFormat::text) {
+    const std::string body = content.compare(0, 3, "\xEF\xBB\xBF") == 0 ? content.substr(3) : content;
     if (!is_valid_utf8(body)) throw InputError(path + ": the text is not valid UTF-8");
-    if (first == std::string::npos) throw InputError(path + ": no usable token (the file is empty or blank)");
     return {LmLine{0, body, {}}};
   }
-  std::vector<LmLine> lines;
-  std::vector<std::string> bad;
-  size_t bad_count = 0, number = 0;
-  std::istringstream in(body);
-  for (std::string raw; std::getline(in, raw);) {
-    ++number;
-    if (is_blank(raw)) continue;
+  std::vector<LmLine> out;
+  LineErrors errors(path);
+  for (const auto& [number, text] : lines) {
     LmLine l;
     l.line = number;
-    const std::string error = parse_lm_line(raw, l);
-    if (error.empty()) {
-      lines.push_back(std::move(l));
-    } else if (++bad_count <= 10) {
-      bad.push_back("line " + std::to_string(number) + ": " + error);
-    }
+    const std::string error = parse_lm_line(text, l);
+    if (error.empty())
+      out.push_back(std::move(l));
+    else
+      errors.add(number, error);
   }
-  if (bad_count) throw_bad_lines(path, bad, bad_count);
-  if (lines.empty()) throw InputError(path + ": no usable token (no line holds a text or ids)");
-  return lines;
+  errors.throw_if_any();
+  return out;
 }
 
 std::string lm_text(const std::vector<LmLine>& lines) {
@@ -112,8 +85,7 @@ std::string lm_text(const std::vector<LmLine>& lines) {
 std::vector<LabelledItem> lm_items(const std::string& path, const std::vector<LmLine>& lines,
                                    const BytePairTokenizer& tokenizer, size_t seq_len, size_t vocab_size) {
   std::vector<LabelledItem> items;
-  std::vector<std::string> bad;
-  size_t bad_count = 0;
+  LineErrors errors(path);
   for (const LmLine& l : lines) {
     std::vector<int64_t> ids = l.ids;
     std::string error;
@@ -125,13 +97,13 @@ std::vector<LabelledItem> lm_items(const std::string& path, const std::vector<Lm
     for (int64_t id : ids)
       if (error.empty() && size_t(id) >= vocab_size)
         error = "token id " + std::to_string(id) + " is outside the model's " + std::to_string(vocab_size) + " tokens";
-    if (error.empty()) {
+    if (!error.empty() && l.line == 0) throw InputError(path + ": " + error);  // a plain text: one error
+    if (error.empty())
       add_windows(ids, l.line, seq_len, items);
-    } else if (++bad_count <= 10) {
-      bad.push_back((l.line ? "line " + std::to_string(l.line) + ": " : "") + error);
-    }
+    else
+      errors.add(l.line, error);
   }
-  if (bad_count) throw_bad_lines(path, bad, bad_count);
+  errors.throw_if_any();
   if (items.empty()) throw InputError(path + ": no usable token (no text or ids line gives 2 tokens to learn from)");
   return items;
 }
@@ -291,25 +263,48 @@ void for_batches(size_t n, size_t batch_size, const std::function<void(const std
 
 }  // namespace
 
-std::optional<float> repeated_half_loss(const PretrainedModel& model, const std::vector<LabelledItem>& items) {
-  for (const auto& item : items) {
-    const size_t half = item.ids.size() / 2;
-    if (item.ids.size() % 2 || half < 2 || !std::equal(item.ids.begin(), item.ids.begin() + std::ptrdiff_t(half),
-                                                        item.ids.begin() + std::ptrdiff_t(half)))
-      return std::nullopt;
-  }
-  double total = 0;
-  size_t n = 0;
-  for_batches(items.size(), 64, [&](const std::vector<size_t>& indices) {
+namespace {
+
+bool repeated_halves(const std::vector<LabelledItem>& items) {
+  return std::all_of(items.begin(), items.end(), [](const LabelledItem& item) {
+    const auto half = std::ptrdiff_t(item.ids.size() / 2);
+    return item.ids.size() % 2 == 0 && half >= 2 && std::equal(item.ids.begin(), item.ids.begin() + half, item.ids.begin() + half);
+  });
+}
+
+// The items' losses in evaluation mode, `batch_size` at a time, summed over every predicted position and,
+// when `repeated`, over the second halves' predictable targets (positions half + 1 on) of the same logits.
+struct LmLosses {
+  double sum = 0, repeated_sum = 0;
+  size_t right = 0, n = 0, repeated_n = 0;
+};
+LmLosses lm_losses(const PretrainedModel& model, const std::vector<LabelledItem>& items, size_t batch_size,
+                   const Hooks* hooks, bool repeated) {
+  LmLosses r;
+  for_batches(items.size(), batch_size, [&](const std::vector<size_t>& indices) {
     const PretrainedInput in = lm_batch(items, indices);
     std::vector<int64_t> labels = next_token_labels(in);
+    const Tensor logits = eval_logits(model, in, hooks);
+    size_t c = counted(labels);
+    r.sum += double(cross_entropy(logits, labels, 0.0, nullptr)) * double(c);
+    r.right += correct(logits, labels);
+    r.n += c;
+    if (!repeated) return;
     for (size_t b = 0; b < in.batch; ++b)
-      for (size_t s = 0; s < in.lengths[b] / 2; ++s) labels[b * in.seq + s] = -100;  // targets from half + 1 on
-    const size_t c = counted(labels);
-    total += double(cross_entropy(eval_logits(model, in, nullptr), labels, 0.0, nullptr)) * double(c);
-    n += c;
+      for (size_t s = 0; s < in.lengths[b] / 2; ++s) labels[b * in.seq + s] = -100;
+    c = counted(labels);
+    r.repeated_sum += double(cross_entropy(logits, labels, 0.0, nullptr)) * double(c);
+    r.repeated_n += c;
   });
-  return float(total / double(n));
+  return r;
+}
+
+}  // namespace
+
+std::optional<float> repeated_half_loss(const PretrainedModel& model, const std::vector<LabelledItem>& items) {
+  if (!repeated_halves(items)) return std::nullopt;
+  const LmLosses l = lm_losses(model, items, 64, nullptr, true);
+  return float(l.repeated_sum / double(l.repeated_n));
 }
 
 double best_induction_score(const PretrainedModel& model, const std::vector<LabelledItem>& items) {
@@ -377,22 +372,15 @@ StepRecord LmTrainer::step() {
 // The mean loss over every predicted position of the items, and the share predicted right.
 EvalRecord LmTrainer::evaluate(const std::vector<LabelledItem>& items, const Hooks* hooks) const {
   const ProductMode mode(settings_.rounding, pool_.get());
-  double loss = 0;
-  size_t right = 0, n = 0;
-  for_batches(items.size(), settings_.batch_size, [&](const std::vector<size_t>& indices) {
-    const PretrainedInput in = lm_batch(items, indices);
-    const std::vector<int64_t> labels = next_token_labels(in);
-    const Tensor logits = eval_logits(model_, in, hooks);
-    const size_t c = counted(labels);
-    loss += double(cross_entropy(logits, labels, 0.0, nullptr)) * double(c);
-    right += correct(logits, labels);
-    n += c;
-  });
+  const bool repeated = !hooks && repeated_halves(items);
+  const LmLosses l = lm_losses(model_, items, settings_.batch_size, hooks, repeated);
   EvalRecord r;
-  r.loss = float(loss / double(n));
-  r.accuracy = double(right) / double(n);
-  if (!hooks) r.repeated_loss = repeated_half_loss(model_, items);
-  if (r.repeated_loss) r.induction_score = best_induction_score(model_, items);
+  r.loss = float(l.sum / double(l.n));
+  r.accuracy = double(l.right) / double(l.n);
+  if (repeated) {
+    r.repeated_loss = float(l.repeated_sum / double(l.repeated_n));
+    r.induction_score = best_induction_score(model_, items);
+  }
   return r;
 }
 
