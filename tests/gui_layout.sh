@@ -1,10 +1,11 @@
 #!/bin/sh
 # ctest gui.layout: attn-gui --check-layout (every view: each stage, the model view, Masks, Positional
-# encoding, Train) at 1280x800 and 1920x1080 under Xvfb, for the first tutorial, the Transformer and a
+# encoding, Train, Generate) at 1280x800 and 1920x1080 under Xvfb, for the first tutorial, the Transformer and a
 # Transformer of 16 heads on a long sentence with a long token beside a short one; fails on any label,
-# legend or heatmap that overlaps another or is cut off. In Korean too (the first tutorial, and the
-# Transformer with the asked task in the Train tab), where every tour step is walked as well and any
-# English UI word left in a frame fails it (names, option values and formulas aside: ui/strings.hpp).
+# legend or heatmap that overlaps another or is cut off. In Korean too (the first tutorial, the
+# Transformer with the asked task in the Train tab, and the induction task's language model there), where
+# every tour step is walked as well and any English UI word left in a frame fails it (names, option
+# values and formulas aside: ui/strings.hpp).
 #   tests/gui_layout.sh PATH/TO/attn-gui
 long='model=transformer&num_heads=16&num_layers=2&d_model=64&max_len=64'
 long="$long&s=나는%20오늘%20아침에%20학교에서%20친구와%20함께%20도서관에%20가서%20책을%20읽고%20공부한다%20그리고"
@@ -14,7 +15,7 @@ exec xvfb-run -a -s '-screen 0 1920x1080x24' sh -c '
     for hash in "" "model=transformer&patch.label=1" "$1"; do
       "$0" --size "$size" --hash "$hash" --check-layout || exit 1
     done
-    for hash in "" "model=transformer&train.task=asked&patch.label=1"; do
+    for hash in "" "model=transformer&train.task=asked&patch.label=1" "train.task=induction"; do
       "$0" --size "$size" --hash "$hash" --lang ko --check-layout || exit 1
     done
   done' "$1" "$long"

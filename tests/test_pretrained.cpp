@@ -177,3 +177,40 @@ TEST_CASE("generate settings from JSON: attn generate's defaults, strict types",
   CHECK_THROWS_WITH(generate(p, "", 3, {}), Catch::Contains("the prompt is empty"));
   CHECK(generate(p, "the", 3, {}).tokens.size() == 3);
 }
+
+TEST_CASE("generate a token at a time: the same tokens, and each one's candidates", "[generate]") {
+  const std::string d = dir + "gpt2_tiny/";
+  const Pretrained p = load_pretrained_files({d + "config.json", d + "model.safetensors", d + "vocab.json", d + "merges.txt", ""});
+  const SamplingOptions o{0.8, 20, 0.9, 5};
+  const Generation whole = generate(p, "hello world", 6, o);
+  TokenGenerator g(p, "hello world", 6, o);
+  CHECK(g.generation().text == "hello world");
+  CHECK(g.generation().tokens.empty());
+  for (size_t i = 0; i < 6; ++i) {
+    REQUIRE_FALSE(g.done());
+    g.step();
+    CHECK(g.generation().tokens.size() == i + 1);
+  }
+  CHECK(g.done());
+  g.step();  // nothing more
+  REQUIRE(g.generation().tokens.size() == 6);
+  CHECK(g.generation().text == whole.text);
+  for (size_t i = 0; i < 6; ++i) {
+    const GeneratedToken& t = g.generation().tokens[i];
+    CHECK(t.id == whole.tokens[i].id);
+    CHECK(t.probability == whole.tokens[i].probability);
+    // The candidates: at most 10 of the top-k 20 kept, most likely first, summing to at most 1; the
+    // drawn token among them when it is that likely.
+    REQUIRE(!t.candidates.empty());
+    CHECK(t.candidates.size() <= candidates_kept);
+    double sum = 0;
+    for (size_t c = 0; c < t.candidates.size(); ++c) {
+      sum += t.candidates[c].probability;
+      if (c) CHECK(t.candidates[c].probability <= t.candidates[c - 1].probability);
+    }
+    CHECK(sum <= 1 + 1e-9);
+    if (t.probability >= t.candidates.back().probability)
+      CHECK(std::any_of(t.candidates.begin(), t.candidates.end(), [&](const NextToken& c) { return c.id == t.id; }));
+  }
+  CHECK_THROWS_WITH(TokenGenerator(p, "hello", 100, o), Catch::Contains("more than the model's 64 positions"));
+}

@@ -99,6 +99,12 @@ TEST_CASE("torch_expf matches torch.exp bit for bit", "[torch_math]") {
   CHECK(std::isnan(attn::torch_expf(std::numeric_limits<float>::quiet_NaN())));
 }
 
+TEST_CASE("torch_tanhf matches torch.tanh bit for bit", "[torch_math]") {
+  const auto& t = fixture().at("tanh");
+  const auto x = floats(t.at("x"));
+  check_bits(x, map_scalar(x, attn::torch_tanhf), t.at("y"));
+}
+
 TEST_CASE("torch_exp on batches matches torch.exp in every lane", "[torch_math]") {
   const auto& e = fixture().at("exp");
   const auto x = floats(e.at("x"));

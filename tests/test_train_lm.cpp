@@ -143,6 +143,11 @@ TEST_CASE("Language-model data: JSON Lines or text, windows, clear errors", "[tr
 TEST_CASE("The language tasks: their items, vocabulary and the repeated half", "[train_lm]") {
   for (const train::LmTaskSpec& task : train::lm_tasks()) {
     INFO(task.name);
+    if (!task.sample) {  // text: --data's windows only
+      CHECK(task.characters.empty());  // its vocabulary is the data's
+      CHECK(train::lm_task_data(task, character_tokenizer("ab"), 0).train.empty());
+      continue;
+    }
     const BytePairTokenizer tokenizer = train::lm_task_tokenizer(task);
     const train::Datasets d = train::lm_task_data(task, tokenizer, 0);
     CHECK(!d.train.empty());

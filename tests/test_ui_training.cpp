@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "core/base/error.hpp"
+#include "core/model/generate.hpp"
 #include "core/train/train_data.hpp"
+#include "core/train/train_run.hpp"
 #include "tests/fixtures.hpp"
 #include "ui/model_files.hpp"
 #include "ui/playground.hpp"
@@ -44,8 +46,15 @@ TEST_CASE("ui training settings are attn train's options", "[ui][training]") {
   CHECK_THROWS_WITH(training_options({{"learning_rate", 1}}), Catch::Contains("unknown training setting 'learning_rate'"));
   CHECK_THROWS_WITH(training_options({{"no_shuffle", 1}}), Catch::Contains("must be true or false"));
   CHECK_THROWS_WITH(training_options({{"lr", Json::array()}}), Catch::Contains("'lr' must be a number"));
-  CHECK_THROWS_WITH(training_options({{"task", "induction"}}), Catch::Contains("language models") && Catch::Contains("attn train"));
   CHECK_THROWS_AS(training_options(Json::array()), InputError);
+  // A language model's: its window and a text given inline (named text.txt: plain text).
+  const auto lm = training_options({{"task", "text"}, {"text", "abc abc"}, {"seq_len", 8}});
+  CHECK(lm.seq_len == "8");
+  CHECK(lm.data_text == "abc abc");
+  CHECK(lm.data == "text.txt");
+  CHECK_THROWS_WITH(training_options({{"task", "text"}, {"text", 3}}), Catch::Contains("'text' must be a text"));
+  CHECK_THROWS_WITH(training_options({{"task", "text"}, {"text", ""}}), Catch::Contains("'text' must be a text"));
+  CHECK_THROWS_WITH(training_options({{"text", "a"}, {"data", "x.txt"}}), Catch::Contains("'text' or 'data', not both"));
 }
 
 TEST_CASE("ui training settings round trip through the URL hash", "[ui][training]") {
@@ -64,6 +73,11 @@ TEST_CASE("ui training settings round trip through the URL hash", "[ui][training
   c.training = {{"data", "/tmp/x.jsonl"}, {"steps", 3}};
   CHECK(to_hash(c) == "train.steps=3");
   CHECK_THROWS_WITH(from_hash("train.bogus=1"), Catch::Contains("unknown training setting"));
+  // A text travels in a link, and stays a text when it reads as a number.
+  c.training = {{"task", "text"}, {"text", "12 34\n한국어"}};
+  CHECK(from_hash(to_hash(c)).training == c.training);
+  c.training = {{"task", "text"}, {"text", "42"}};
+  CHECK(from_hash(to_hash(c)).training["text"] == "42");
   CHECK_THROWS_WITH(from_hash("train.no_shuffle=2"), Catch::Contains("true or false"));
 }
 
@@ -215,4 +229,98 @@ TEST_CASE("ui training: the validation accuracy with a head ablated", "[ui][trai
   const train::EvalRecord direct = train::evaluate(zeroed, items, MaskKind::padding, 16);
   CHECK(hooked.loss == direct.loss);
   CHECK(hooked.accuracy == direct.accuracy);
+}
+
+// --- language models (GPT-2) ---
+
+TEST_CASE("ui training: a language task trains GPT-2 as the run builder does, with head scores and samples",
+          "[ui][training][train_lm]") {
+  const Json settings = {{"task", "induction"}, {"steps", 20}, {"eval_every", 10}};
+  Training t;
+  t.configure(settings);
+  CHECK(t.language_model());
+  CHECK(t.task() == "induction");
+  CHECK(t.effective_settings()["n_embd"] == 64);
+  CHECK(t.effective_settings()["seq_len"] == 24);
+  CHECK(t.num_layers() == 2);
+  CHECK(t.num_heads() == 4);
+  REQUIRE(t.replay().size() == replay_items);
+  CHECK(t.replay()[0].tokens.size() == 24);
+  CHECK(t.replay()[0].text.size() == 24);
+  // The sample continues the first half and one letter; the expected rest is the item's.
+  CHECK(t.sample_prompt() == t.replay()[0].text.substr(0, 13));
+  CHECK(t.sample_expected() == t.replay()[0].text.substr(13));
+  const auto records = t.run_steps(20);
+  REQUIRE(records.size() == 22);
+  CHECK(records[10].contains("val_repeated_loss"));
+  CHECK(records[10].contains("induction_score"));
+  // The same options through core/train's run builder and trainer: the same records.
+  train::TrainRun direct = train::prepare_train_run(training_options(settings));
+  std::vector<Json> expected;
+  for (size_t i = 0; i < 20; ++i) {
+    expected.push_back(train::record_json(direct.training().step()));
+    if ((i + 1) % 10 == 0) {
+      train::EvalRecord e = direct.training().evaluate(direct.data.sets.val);
+      e.step = i + 1;
+      expected.push_back(train::record_json(e));
+    }
+  }
+  CHECK(records == expected);
+  Training::View v;
+  t.update_view(v);
+  REQUIRE(v.snapshots.size() >= 2);
+  for (const auto& snap : v.snapshots) {
+    REQUIRE(snap->weights.size() == replay_items);
+    CHECK(snap->weights[0].shape()[0] == 2);
+    CHECK(snap->weights[0].shape()[3] == 24);
+    CHECK(snap->sample.size() == t.sample_expected().size());  // greedy, one letter per token
+    for (const Tensor& scores : snap->head_scores) {
+      REQUIRE(scores.dimension() == 2);
+      CHECK(scores.shape()[0] == 2);
+      CHECK(scores.shape()[1] == 4);
+      for (float x : scores) CHECK((x >= 0 && x <= 1));
+    }
+  }
+  // The prefix-matching scores of the last snapshot: the log's induction_score is their best on the
+  // validation items; on the replay items (8 of them) the same definition.
+  const auto last = v.snapshots.back();
+  CHECK(last->step == 20);
+  const double best = *std::max_element(last->head_scores[3].begin(), last->head_scores[3].end());
+  CHECK(std::fabs(best - records.back()["induction_score"].get<double>()) < 0.1);
+  // A head ablated: the next-token accuracy with and without it.
+  const auto ablated = t.ablated_accuracy({{1, 0}});
+  REQUIRE(ablated);
+  CHECK(ablated->accuracy == Approx(records.back()["val_accuracy"].get<double>()));
+  CHECK(t.model_copy() == nullptr);
+  CHECK_FALSE(t.vocab());
+}
+
+TEST_CASE("ui training: a text's language model, saved as a GPT-2 folder and generating", "[ui][training][train_lm]") {
+  Training t;
+  t.configure({{"task", "text"}, {"text", "나는 학교에 간다\n너는 집에 간다\n"}, {"steps", 3}, {"seq_len", 8}});
+  CHECK(t.language_model());
+  CHECK(t.effective_settings()["vocab_size"].get<size_t>() >= 11);  // the text's 11 characters and their bytes
+  t.run_steps(3);
+  CHECK(t.status().step == 3);
+  const Training::ModelFilesBytes files = t.model_files();
+  CHECK(files.merges.rfind("#version", 0) == 0);
+  CHECK(Json::parse(files.config)["model_type"] == "gpt2");
+  const std::string dir = temp_path("lm");
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/model.safetensors", std::ios::binary) << files.weights;
+  std::ofstream(dir + "/config.json", std::ios::binary) << files.config;
+  std::ofstream(dir + "/vocab.json", std::ios::binary) << files.vocab;
+  std::ofstream(dir + "/merges.txt", std::ios::binary) << files.merges;
+  const auto loaded = load_model(sort_model_files({dir}));
+  REQUIRE(loaded->pretrained);
+  const auto copy = t.language_model_copy();
+  REQUIRE(copy);
+  CHECK(loaded->pretrained->model.word_embeddings == copy->model.word_embeddings);
+  // Generation from the trained model, the one loaded and the copy: the same tokens.
+  const Generation a = generate(*copy, "나는", 4, {}), b = generate(*loaded->pretrained, "나는", 4, {});
+  CHECK(a.text == b.text);
+  std::filesystem::remove_all(dir);
+  // Errors: a text with a task that does not take one, the classifier.
+  CHECK_THROWS_WITH(t.configure({{"task", "induction"}, {"text", "abc"}}), Catch::Contains("--task korean and --task text"));
+  CHECK_THROWS_WITH(t.configure({{"text", "abc abc"}}), Catch::Contains("a text trains a language model"));
 }

@@ -36,16 +36,24 @@ endforeach()
 
 # Language models (docs/training-lm.md): GPT-2 trained against PyTorch through the files it writes
 # (train_lm_check.py), and the bad inputs.
-add_test(NAME cli.train_lm COMMAND /usr/bin/python3 "${CMAKE_CURRENT_SOURCE_DIR}/train_lm_check.py" $<TARGET_FILE:attn>)
+# Under the sanitizers the induction run is short: the learning is checked natively.
+set(lm_check_mode "")
+if(ATTN_SANITIZE)
+  set(lm_check_mode quick)
+endif()
+add_test(NAME cli.train_lm
+         COMMAND /usr/bin/python3 "${CMAKE_CURRENT_SOURCE_DIR}/train_lm_check.py" $<TARGET_FILE:attn> ${lm_check_mode})
 set(lm_config "${data}/lm_gpt2_config.json")
 attn_cli_case(train_lm_blank 2 "lm_blank.txt: no usable token" train --config "${lm_config}" --data "${data}/lm_blank.txt")
 attn_cli_case(train_lm_seq_len 2 "--seq-len 64 is more than the model's 8 positions" train --config "${lm_config}" --data "${data}/lm_text.txt" --seq-len 64)
 attn_cli_case(train_lm_bert 2 "attn train trains GPT-2 language models \\(model_type \"gpt2\"\\), not bert" train --config "${pre}/bert_tiny/config.json" --data "${data}/lm_text.txt")
 attn_cli_case(train_lm_bert_dir 2 "fine-tunes GPT-2 language models, not bert" train --model-dir "${pre}/bert_tiny" --data "${data}/lm_text.txt")
 attn_cli_case(train_lm_classifier_flag 2 "--d-model is an option of the tutorial's classifier" train --task induction --d-model 8)
-attn_cli_case(train_lm_task_and_data 2 "--task korean also takes --data" train --task induction --data "${data}/lm_text.txt")
+attn_cli_case(train_lm_task_and_data 2 "--task korean and --task text also take --data" train --task induction --data "${data}/lm_text.txt")
 attn_cli_case(train_lm_seq_len_classifier 2 "--seq-len, --save-merges and --save-model-dir belong to language models" train --task places --seq-len 8)
 attn_cli_case(train_lm_vocab_alone 2 "needs both --vocab vocab.json and --merges merges.txt" train --config "${lm_config}" --data "${data}/lm_text.txt" --vocab "${pre}/gpt2_tiny/vocab.json")
 attn_cli_case(train_lm_diverges 2 "the loss became .* at step" train --config "${lm_config}" --data "${data}/lm_text.txt" --lr 1e30 --steps 5)
 attn_cli_case(train_lm_text 0 "trained 2 steps" train --config "${lm_config}" --data "${data}/lm_text.txt" --steps 2)
 attn_cli_case(train_lm_memory 2 "a training step of 100000000000 windows of 8 tokens needs about .* GiB, more than" train --config "${lm_config}" --data "${data}/lm_text.txt" --batch-size 100000000000)
+attn_cli_case(train_lm_text_without_data 2 "--task text trains a character language model of a text: give it with --data FILE" train --task text)
+attn_cli_case(train_lm_task_text 0 "trained 3 steps" train --task text --data "${data}/lm_text.txt" --steps 3 --seq-len 8)

@@ -165,14 +165,15 @@ void draw_legend(const Heatmap& h, const LegendText& text, ImVec2 at, float heig
 
 const char* tab_name(Tab tab) {
   static const char* const names[] = {"stage", "masks", "positional_encoding", "interventions", "train",
-                                      "tour"};  // Tab's order
+                                      "generate", "tour"};  // Tab's order
   return names[int(tab)];
 }
 
 Tab parse_tab(const std::string& name) {
-  for (Tab t : {Tab::stage, Tab::masks, Tab::positional_encoding, Tab::interventions, Tab::train, Tab::tour})
+  for (Tab t : {Tab::stage, Tab::masks, Tab::positional_encoding, Tab::interventions, Tab::train, Tab::generate, Tab::tour})
     if (name == tab_name(t)) return t;
-  throw InputError("tab must be 'stage', 'masks', 'positional_encoding', 'train' or 'tour' (got '" + name + "')");
+  throw InputError("tab must be 'stage', 'masks', 'positional_encoding', 'interventions', 'train', 'generate' or 'tour' "
+                   "(got '" + name + "')");
 }
 
 App::App(Playground& playground, Platform& platform) : playground_(playground), platform_(platform) {
@@ -199,12 +200,15 @@ App::~App() {
 
 bool App::update_fonts() {
   if (font_generation_ == playground_.config_generation() && font_result_ == playground_.result_generation() &&
-      font_train_run_ == train_view_.run && font_next_tokens_ == next_tokens_version_ && !glyphs_.empty())
+      font_train_run_ == train_view_.run && font_next_tokens_ == next_tokens_version_ &&
+      font_samples_ == train_samples_.size() && font_generated_ == generate_version_ && !glyphs_.empty())
     return false;
   font_generation_ = playground_.config_generation();
   font_result_ = playground_.result_generation();
   font_train_run_ = train_view_.run;
   font_next_tokens_ = next_tokens_version_;
+  font_samples_ = train_samples_.size();
+  font_generated_ = generate_version_;
   set_language(language_of(playground_.config()));
   std::vector<uint32_t> wanted = wanted_code_points(playground_.config());
   auto want = [&](const std::string& text) {
@@ -218,6 +222,10 @@ bool App::update_fonts() {
   for (const NextToken& t : next_tokens_) want(t.token);
   for (const ReplayItem& item : training_.replay())  // the Train tab's labels
     for (const std::string& token : item.tokens) want(token);
+  for (const std::string& sample : train_samples_) want(sample);
+  if (generator_)  // the Generate tab's tokens and candidates
+    for (const GeneratedToken& t : generator_->generation().tokens)
+      for (const NextToken& c : t.candidates) want(c.token);
   bool rebuild = glyphs_.empty();
   for (uint32_t cp : wanted) rebuild = rebuild || (cp >= 0x20 && cp <= 0xFFFF && !glyphs_.count(cp));
   if (rebuild) {
@@ -315,6 +323,7 @@ void App::draw() {
   refresh_labels();
   sync_training();
   if (patching_.running()) patching_.pump(train_budget_ms);  // a few patched runs a frame, whatever the tab
+  step_generation();
   const ImGuiViewport* vp = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(vp->WorkPos);
   ImGui::SetNextWindowSize(vp->WorkSize);
@@ -337,10 +346,10 @@ void App::draw() {
   if (playground_.result() && ImGui::BeginTabBar("views")) {
     const float width = ImGui::GetContentRegionAvail().x;  // each view fits the height it has left
     const Str titles[] = {Str::tab_stage, Str::tab_masks, Str::tab_pe, Str::tab_interventions, Str::tab_train,
-                          Str::tab_tour};
+                          Str::tab_generate, Str::tab_tour};
     const int pending = pending_tab_;  // a tab selected while drawing one (a button) waits for the next frame
     pending_tab_ = -1;
-    for (int t = 0; t < 6; ++t) {
+    for (int t = 0; t < int(std::size(titles)); ++t) {
       const ImGuiTabItemFlags flags = pending == t ? ImGuiTabItemFlags_SetSelected : 0;
       char title[96];  // "###name": the tab keeps its identity when the language changes
       std::snprintf(title, sizeof title, "%s###%s", tr(titles[t]), tab_name(Tab(t)));
@@ -349,6 +358,7 @@ void App::draw() {
       if (tab_ == Tab::stage) draw_stage_view(width);
       else if (tab_ == Tab::masks) draw_masks_view(width);
       else if (tab_ == Tab::train) draw_train_view(width);
+      else if (tab_ == Tab::generate) draw_generate_view(width);
       else if (tab_ == Tab::tour) draw_tour_view(width);
       else if (tab_ == Tab::interventions) draw_interventions_view(width);
       else draw_pe_view(width);
@@ -380,9 +390,16 @@ void App::select_view(const Json& view) {
     else if (key == "train_head") train_head_ = index(value, key);
     else if (key == "replay" && value.is_number_integer() && value.get<int64_t>() == -1) replay_index_ = -1;
     else if (key == "replay") replay_index_ = index(value, key);
+    else if (key == "train_score") train_score_kind_ = std::min(index(value, key), int(head_score_kinds) - 1);
     else if (key == "tour") go_to_tour_step(index(value, key));
+    else if (key == "generate") {
+      const std::string error = start_generation(generate_settings(value));
+      if (!error.empty()) throw InputError(error);
+    } else if (key == "generate_token") generate_selected_ = index(value, key);
+    else if (key == "generate_layer") generate_layer_ = index(value, key);
     else throw InputError("unknown view key '" + key + "' or wrong type (tab, stage, batch, layer, head, model_view, "
-                          "patching, train_item, train_layer, train_head, replay, tour)");
+                          "patching, train_item, train_layer, train_head, replay, train_score, tour, generate, "
+                          "generate_token, generate_layer)");
   }
 }
 
@@ -614,7 +631,9 @@ std::string App::use_model(LoadResult loaded) {
   return "";
 }
 
-bool App::busy() const { return loader_.running() || train_view_.status.running || patching_.running(); }
+bool App::busy() const {
+  return loader_.running() || train_view_.status.running || patching_.running() || generate_running_;
+}
 
 // A read on the loader's thread: its progress bar and Cancel, then its model or its message.
 void App::draw_loading() {
@@ -1055,7 +1074,25 @@ Json App::view_json() const {
                                                        : Json()},
                 {"heatmap", {{"x", train_main_.x}, {"y", train_main_.y}, {"cell_w", train_main_.cell_w},
                              {"rows", train_main_.slice.rows}, {"cols", train_main_.slice.cols},
-                             {"values", train_main_.slice.values}}}};
+                             {"values", train_main_.slice.values}}},
+                {"language_model", training_.language_model()}};
+  if (training_.language_model()) {
+    Json samples = Json::array(), scores = Json::object();
+    for (const auto& snap : train_view_.snapshots) samples.push_back({{"step", snap->step}, {"sample", snap->sample}});
+    const auto& snapshots = train_view_.snapshots;
+    const Snapshot* shown = replay_index_ >= 0 && size_t(replay_index_) < snapshots.size() ? snapshots[size_t(replay_index_)].get()
+                                                                                           : train_view_.live.get();
+    for (size_t k = 0; shown && k < head_score_kinds; ++k)
+      if (const Tensor& t = shown->head_scores[k]; t.size()) {
+        Json rows = Json::array();
+        for (size_t l = 0; l < t.shape(0); ++l) rows.push_back(std::vector<float>(t.data() + l * t.shape(1), t.data() + (l + 1) * t.shape(1)));
+        scores[head_score_names[k]] = std::move(rows);
+      }
+    train["samples"] = std::move(samples);
+    train["head_scores"] = std::move(scores);
+    train["sample_prompt"] = training_.sample_prompt();
+    train["sample_expected"] = training_.sample_expected();
+  }
   Json colors = Json::array(), values = Json::array();
   for (size_t i = 0; i < main_.slice.values.size(); ++i) {
     const Rgba c = value_color(main_.map, main_.range, main_.slice.values[i]);
@@ -1085,6 +1122,7 @@ Json App::view_json() const {
             {"effect", effect_lines_},
             {"patching", patching_json()}}},
           {"train", train},
+          {"generate", generate_json()},
           {"layout", {{"boxes", layout_.boxes().size()}, {"problems", layout_.problems()}}}};
 }
 
@@ -1094,7 +1132,8 @@ Json App::layout_views() const {
     for (const Stage& s : r->trace.stages())
       views.push_back(Json::object({{"tab", "stage"}, {"stage", s.name}, {"model_view", false}}));
   views.push_back(Json::object({{"tab", "stage"}, {"model_view", true}}));
-  for (Tab t : {Tab::masks, Tab::positional_encoding, Tab::train}) views.push_back(Json::object({{"tab", tab_name(t)}}));
+  for (Tab t : {Tab::masks, Tab::positional_encoding, Tab::train, Tab::generate})
+    views.push_back(Json::object({{"tab", tab_name(t)}}));
   for (bool patching : {false, true}) views.push_back(Json::object({{"tab", "interventions"}, {"patching", patching}}));
   return views;
 }

@@ -16,6 +16,7 @@
 #include "ui/model_files.hpp"
 #include "ui/patching.hpp"
 #include "ui/playground.hpp"
+#include "core/model/generate.hpp"
 #include "ui/training.hpp"
 
 namespace attn::ui {
@@ -65,9 +66,9 @@ struct Heatmap {
   float x = 0, y = 0, cell_w = 0, cell_h = 0;
 };
 
-enum class Tab { stage, masks, positional_encoding, interventions, train, tour };
-// "stage" | "masks" | "positional_encoding" | "interventions" | "train" | "tour"; parse throws InputError
-// for another name.
+enum class Tab { stage, masks, positional_encoding, interventions, train, generate, tour };
+// "stage" | "masks" | "positional_encoding" | "interventions" | "train" | "generate" | "tour"; parse throws
+// InputError for another name.
 const char* tab_name(Tab tab);
 Tab parse_tab(const std::string& name);
 
@@ -105,8 +106,10 @@ class App {
   // Shows a tab from the next frame on.
   void select_tab(Tab tab) { pending_tab_ = int(tab); }
   // For automation: any of {"tab", "stage", "batch", "layer", "head", "model_view", "patching", "train_item",
-  // "train_layer", "train_head", "replay", "tour"} (indices clamped when drawn; tour 0 ends the tour);
-  // unknown keys and wrong types throw InputError.
+  // "train_layer", "train_head", "replay", "train_score", "tour", "generate", "generate_token",
+  // "generate_layer"} (indices clamped when drawn; tour 0 ends the tour; "generate": the Generate tab's
+  // settings {prompt, max_new_tokens, temperature, top_k, top_p, seed} (generate_settings), which start
+  // it, a token a frame); unknown keys and wrong types throw InputError.
   void select_view(const Json& view);
   const std::string& status() const { return status_; }
   // What the last frame drew where, and what of it overlaps or is cut off (ui/layout_check.hpp).
@@ -119,7 +122,10 @@ class App {
   //  "model_view": {layers, heads, cells: [{layer, head, x, y, w, h}]}, "interventions": {view, cells,
   //  ablated (its text), effect: [line, …], patching: {attn patch --json's document, done, error, heads:
   //  {x, y, cell_w, cell_h}}}, "train": {item, layer, head,
-  //  replay, buttons: {name: [x, y, w, h]}, heatmap: {x, y, cell_w, rows, cols, values}},
+  //  replay, buttons: {name: [x, y, w, h]}, heatmap: {x, y, cell_w, rows, cols, values}, language_model,
+  //  samples: [{step, sample}], head_scores: {kind: [[…]]} (of the snapshot shown)},
+  //  "generate": {running, done, error, text, ids, tokens, probabilities, selected, layer,
+  //  heatmap: {x, y, cell_w, rows, cols, values}},
   //  "layout": {"boxes", "problems": [sentence, …]}}
   Json view_json() const;
 
@@ -137,6 +143,10 @@ class App {
   std::string ensure_training();
   // Without a worker thread, each frame trains for at most this long while playing.
   static constexpr double train_budget_ms = 6;
+
+  // The Generate tab's run with the loaded GPT-2 (its prompt and sampling settings): "" or why it
+  // cannot start; it then generates a token a frame.
+  std::string start_generation(const GenerateSettings& settings);
 
  private:
   void build_font_atlas();
@@ -217,9 +227,21 @@ class App {
   void draw_train_curves(float width);
   void draw_train_attention(float width);
   void refresh_train_cache();
-  void show_trained_model();
+  void draw_train_text(Json& settings);
+  void draw_train_samples(size_t shown);
+  void draw_head_scores(const Snapshot& snap, float w);
+  void show_trained_model(Tab tab);
   void save_trained_model();
   void draw_ablated_accuracy();
+  // The Generate tab (ui/app_generate.cpp).
+  const Pretrained* generation_model() const;
+  void step_generation();
+  void draw_generate_view(float width);
+  void draw_generate_controls();
+  void draw_generated_tokens();
+  void draw_generated_token(float width);
+  void refresh_generate_cache();
+  Json generate_json() const;
 
   Playground& playground_;
   Platform& platform_;
@@ -258,7 +280,8 @@ class App {
   // Fonts: the code points in the atlas and how many of the sentences' the font lacks.
   std::set<uint32_t> glyphs_;
   ImVector<ImWchar> glyph_ranges_;
-  uint64_t font_generation_ = 0, font_result_ = 0, font_train_run_ = 0, font_next_tokens_ = 0;
+  uint64_t font_generation_ = 0, font_result_ = 0, font_train_run_ = 0, font_next_tokens_ = 0, font_generated_ = 0;
+  size_t font_samples_ = 0;
   size_t missing_glyphs_ = 0;
   // Labels built once per result.
   std::vector<std::string> dim_labels_, batch_labels_, stage_labels_;
@@ -303,6 +326,13 @@ class App {
     uint64_t seed = 0;
   } train_controls_;
   std::vector<ImVec2> loss_points_, val_loss_points_, accuracy_points_, val_accuracy_points_, plot_scratch_;
+  std::vector<ImVec2> repeated_loss_points_, induction_points_, no_points_;  // a language model's evaluations
+  std::vector<std::string> train_samples_;  // per replay snapshot: "step N: prompt → sample"
+  std::vector<std::string> train_layer_labels_, train_head_labels_;
+  std::string train_sizes_text_;
+  std::vector<char> train_text_ = std::vector<char>(1 << 16, '\0');  // the text task's text
+  int train_score_kind_ = 0;  // head_score_names' index shown
+  Heatmap train_scores_;
   std::vector<std::vector<std::string>> replay_labels_;  // tokens of each replay item
   int train_item_ = 1, train_layer_ = 0, train_head_ = 0, replay_index_ = -1;  // -1: the live snapshot
   bool log_loss_ = true;
@@ -321,6 +351,21 @@ class App {
     std::string text;
   };
   std::optional<AblatedAccuracyShown> ablated_accuracy_;
+  // The Generate tab: the model it runs (kept while it does), its generator (a token a frame), the
+  // controls' values, the token selected (-1: the last) and the layer shown, and what is drawn of them
+  // (rebuilt when a token comes or the selection changes).
+  std::shared_ptr<const LoadedModel> generate_model_;
+  std::unique_ptr<TokenGenerator> generator_;
+  bool generate_running_ = false;
+  std::string generate_error_;
+  char generate_prompt_[1024] = {};
+  int generate_max_ = 20, generate_top_k_ = 0, generate_seed_ = 0, generate_selected_ = -1, generate_layer_ = 0;
+  float generate_temperature_ = 1.0f, generate_top_p_ = 1.0f;
+  uint64_t generate_version_ = 0, generate_cache_version_ = ~uint64_t(0);
+  int generate_cache_token_ = -2, generate_cache_layer_ = -1;
+  std::vector<std::string> generate_key_labels_, generate_head_labels_, generate_candidates_;
+  std::string generate_caption_, generate_count_;
+  Heatmap generate_map_;
   LayoutLog layout_;  // this frame's boxes (cleared when a frame starts)
 };
 

@@ -24,16 +24,27 @@ int index_of(const char* const (&items)[N], const std::string& name) {
   return 0;
 }
 
-// The Task combo: the built-in tasks (index i = train::tasks()[i]), then a labelled file.
+// The Task combo: the classifier's tasks (train::tasks()), the language tasks (train::lm_tasks()), then
+// a labelled file.
+const std::string* task_at(int i) {
+  const auto& classifier = train::tasks();
+  const auto& language = train::lm_tasks();
+  if (size_t(i) < classifier.size()) return &classifier[size_t(i)].name;
+  if (size_t(i) < classifier.size() + language.size()) return &language[size_t(i) - classifier.size()].name;
+  return nullptr;
+}
+int file_task_index() { return int(train::tasks().size() + train::lm_tasks().size()); }
 int task_index(const std::string& name) {
-  const auto& all = train::tasks();
-  for (size_t i = 0; i < all.size(); ++i)
-    if (all[i].name == name) return int(i);
+  for (int i = 0; i < file_task_index(); ++i)
+    if (*task_at(i) == name) return i;
   return 0;
 }
-const char* task_label(void*, int i) {
-  const auto& all = train::tasks();
-  return size_t(i) < all.size() ? all[size_t(i)].name.c_str() : tr(Str::task_file);
+const char* task_label(void*, int i) { return task_at(i) ? task_at(i)->c_str() : tr(Str::task_file); }
+
+// A file's settings: a plain text (.txt) trains the text task's language model, else the classifier.
+Json data_settings(const std::string& path) {
+  const bool text = path.size() >= 4 && path.compare(path.size() - 4, 4, ".txt") == 0;
+  return text ? Json{{"task", "text"}, {"data", path}} : Json{{"data", path}};
 }
 
 int int_setting(const Json& j, const char* key) { return j.contains(key) ? j[key].get<int>() : 0; }
@@ -207,7 +218,9 @@ void App::refresh_train_cache() {
   train_cache_generation_ = train_view_.generation;
   if (train_cache_run_ != train_view_.run) {
     train_cache_run_ = train_view_.run;
-    for (auto* points : {&loss_points_, &accuracy_points_, &val_loss_points_, &val_accuracy_points_}) points->clear();
+    for (auto* points : {&loss_points_, &accuracy_points_, &val_loss_points_, &val_accuracy_points_,
+                         &repeated_loss_points_, &induction_points_})
+      points->clear();
     refresh_train_controls();
   }
   for (size_t i = loss_points_.size(); i < train_view_.steps.size(); ++i) {
@@ -219,13 +232,29 @@ void App::refresh_train_cache() {
     const train::EvalRecord& e = train_view_.evals[i];
     val_loss_points_.push_back(ImVec2(float(e.step), e.loss));
     val_accuracy_points_.push_back(ImVec2(float(e.step), float(e.accuracy)));
+    if (e.repeated_loss) repeated_loss_points_.push_back(ImVec2(float(e.step), *e.repeated_loss));
+    if (e.induction_score) induction_points_.push_back(ImVec2(float(e.step), float(*e.induction_score)));
+  }
+  if (train_samples_.size() != train_view_.snapshots.size()) {  // the samples' lines, once each
+    train_samples_.clear();
+    for (const auto& snap : train_view_.snapshots)
+      train_samples_.push_back(format(Str::sample_at, snap->step, training_.sample_prompt().c_str(), snap->sample.c_str()));
   }
 }
 
 void App::refresh_train_controls() {
   replay_labels_.clear();
   for (const ReplayItem& item : training_.replay()) replay_labels_.push_back(item.tokens);
+  train_samples_.clear();
+  train_layer_labels_.clear();
+  train_head_labels_.clear();
+  for (size_t l = 0; l < training_.num_layers(); ++l) train_layer_labels_.push_back("L" + std::to_string(l));
+  for (size_t h = 0; h < training_.num_heads(); ++h) train_head_labels_.push_back("H" + std::to_string(h));
   const Json& e = training_.effective_settings();
+  train_sizes_text_ = training_.language_model()
+                          ? format(Str::language_model_sizes, e["n_embd"].get<size_t>(), e["n_head"].get<size_t>(),
+                                   e["n_layer"].get<size_t>(), e["n_positions"].get<size_t>(), e["vocab_size"].get<size_t>())
+                          : "";
   TrainControls& c = train_controls_;
   c.task = e.contains("task") ? task_index(e["task"].get<std::string>()) : int(train::tasks().size());
   c.steps = int_setting(e, "steps");
@@ -284,8 +313,8 @@ void App::draw_train_controls() {
   ImGui::Text(tr(Str::step_of), s.step, s.steps);
   if (s.step) {
     ImGui::SameLine();
-    ImGui::TextColored(dim_color, tr(Str::train_rate), s.threads, s.steps_per_s, double(s.loss),
-                       100 * s.accuracy);
+    ImGui::TextColored(dim_color, tr(training_.language_model() ? Str::next_token_rate : Str::train_rate), s.threads,
+                       s.steps_per_s, double(s.loss), 100 * s.accuracy);
     if (s.val_accuracy) {
       ImGui::SameLine();
       ImGui::TextColored(ImVec4(1.0f, 0.67f, 0.24f, 1.0f), tr(Str::validation_pct), 100 * *s.val_accuracy);
@@ -316,23 +345,25 @@ void App::draw_train_settings() {
     settings[key] = std::move(value);
   };
   int task = c.task;
-  const int file_task = int(train::tasks().size());
+  const int file_task = file_task_index();
   if (ImGui::Combo(tr(Str::task), &task, task_label, nullptr, file_task + 1) && task != c.task) {
     settings = Json::object();
-    if (task < file_task) settings["task"] = train::tasks()[size_t(task)].name;
-    else if (train_data_path_[0]) settings["data"] = train_data_path_;
+    if (task < file_task) settings["task"] = *task_at(task);
+    else if (train_data_path_[0]) settings = data_settings(train_data_path_);
+    if (task < file_task && *task_at(task) == "text") settings["text"] = train_text_.data();
     if (playground_.config().training.contains("seed")) settings["seed"] = playground_.config().training["seed"];
     if (task == file_task && !train_data_path_[0]) {
       settings = Json();
       train_error_ = tr(platform_.external_model_picker() ? Str::choose_data_page : Str::type_data_path);
     }
   }
+  if (training_.task() == "text") draw_train_text(settings);
   if (!platform_.external_model_picker()) {
     ImGui::SameLine();
     ImGui::SetNextItemWidth(260);
     ImGui::InputTextWithHint("##data", tr(Str::data_hint), train_data_path_, sizeof train_data_path_);
     ImGui::SameLine();
-    if (ImGui::Button(tr(Str::load)) && train_data_path_[0]) settings = Json{{"data", train_data_path_}};
+    if (ImGui::Button(tr(Str::load)) && train_data_path_[0]) settings = data_settings(train_data_path_);
   }
   if (ImGui::CollapsingHeader(tr(Str::train_settings))) {
     const ImGuiInputTextFlags enter = ImGuiInputTextFlags_EnterReturnsTrue;
@@ -353,13 +384,17 @@ void App::draw_train_settings() {
     ImGui::SameLine();
     uint64_t seed = c.seed;
     if (ImGui::InputScalar(tr(Str::seed), ImGuiDataType_U64, &seed, nullptr, nullptr, nullptr, enter)) edit("seed", seed);
-    int_input("d_model", "d_model", c.d_model, 1, false);
-    int_input(tr(Str::heads), "num_heads", c.num_heads, 1, true);
-    int_input(tr(Str::layers), "num_layers", c.num_layers, 1, true);
-    int_input("d_ff", "d_ff", c.d_ff, 1, false);
-    int mask = c.mask;
-    ImGui::SameLine();
-    if (ImGui::Combo(tr(Str::mask), &mask, mask_names, 4) && mask != c.mask) edit("mask", mask_names[mask]);
+    if (training_.language_model()) {  // its sizes come from its config
+      ImGui::TextColored(dim_color, "%s", train_sizes_text_.c_str());
+    } else {
+      int_input("d_model", "d_model", c.d_model, 1, false);
+      int_input(tr(Str::heads), "num_heads", c.num_heads, 1, true);
+      int_input(tr(Str::layers), "num_layers", c.num_layers, 1, true);
+      int_input("d_ff", "d_ff", c.d_ff, 1, false);
+      int mask = c.mask;
+      ImGui::SameLine();
+      if (ImGui::Combo(tr(Str::mask), &mask, mask_names, 4) && mask != c.mask) edit("mask", mask_names[mask]);
+    }
   }
   ImGui::PopItemWidth();
   if (!settings.is_null()) set_training(settings);
@@ -371,10 +406,29 @@ void App::draw_train_curves(float width) {
   ImGui::TextColored(ImVec4(0.35f, 0.63f, 1.0f, 1.0f), "%s", tr(Str::training));
   ImGui::SameLine();
   ImGui::TextColored(ImVec4(1.0f, 0.67f, 0.24f, 1.0f), "%s", tr(Str::validation));
-  const ImVec2 size(std::max(200.0f, width * 0.5f - 8), 150);
+  const bool induction = !induction_points_.empty();  // the phase change's two curves beside them
+  const ImVec2 size(std::max(160.0f, width / (induction ? 4.0f : 2.0f) - 8), 150);
   line_chart("loss", tr(Str::loss), loss_points_, val_loss_points_, log_loss_, size, plot_scratch_, layout_);
   ImGui::SameLine();
   line_chart("accuracy", tr(Str::accuracy), accuracy_points_, val_accuracy_points_, false, size, plot_scratch_, layout_);
+  if (!induction) return;
+  ImGui::SameLine();
+  line_chart("repeated_loss", tr(Str::repeated_loss_chart), no_points_, repeated_loss_points_, log_loss_, size,
+             plot_scratch_, layout_);
+  ImGui::SameLine();
+  line_chart("induction_score", tr(Str::induction_score_chart), no_points_, induction_points_, false, size, plot_scratch_,
+             layout_);
+}
+
+// The task text's own text: a box to type or paste it in, and the button that trains on it.
+void App::draw_train_text(Json& settings) {
+  ImGui::InputTextMultiline("##text", train_text_.data(), train_text_.size(), ImVec2(-1, 4 * ImGui::GetTextLineHeight()));
+  if (train_button("train_text", tr(Str::train_on_text)) && train_text_[0]) {
+    settings = playground_.config().training;
+    settings.erase("data");
+    settings["task"] = "text";
+    settings["text"] = train_text_.data();
+  }
 }
 
 void App::draw_train_attention(float width) {
@@ -393,12 +447,17 @@ void App::draw_train_attention(float width) {
     replay_index_ = replay >= int(snapshots.size()) ? -1 : replay;
   const Snapshot& snap = replay < int(snapshots.size()) ? *snapshots[size_t(replay)] : *train_view_.live;
   if (item >= snap.weights.size()) return;
-  ImGui::Text(tr(Str::label_predicted), static_cast<long long>(training_.replay()[item].label),
-              static_cast<long long>(snap.predicted[item]), double(snap.probability[item]));
-  record_box(layout_, LayoutKind::title, "train", "", ImGui::GetItemRectMin(), ImGui::GetItemRectMax());
-  if (snap.predicted[item] == training_.replay()[item].label) {
-    ImGui::SameLine();
-    ImGui::TextColored(ImVec4(0.4f, 0.9f, 0.4f, 1.0f), "%s", tr(Str::right));
+  const bool language = training_.language_model();
+  if (language) {
+    draw_train_samples(replay < int(snapshots.size()) ? size_t(replay) : snapshots.size() - 1);
+  } else {
+    ImGui::Text(tr(Str::label_predicted), static_cast<long long>(training_.replay()[item].label),
+                static_cast<long long>(snap.predicted[item]), double(snap.probability[item]));
+    record_box(layout_, LayoutKind::title, "train", "", ImGui::GetItemRectMin(), ImGui::GetItemRectMax());
+    if (snap.predicted[item] == training_.replay()[item].label) {
+      ImGui::SameLine();
+      ImGui::TextColored(ImVec4(0.4f, 0.9f, 0.4f, 1.0f), "%s", tr(Str::right));
+    }
   }
   const size_t layers = training_.num_layers(), heads = training_.num_heads();
   const Tensor& w = snap.weights[item];
@@ -408,8 +467,10 @@ void App::draw_train_attention(float width) {
     key = {snap.id, &w, l, h};
     return &w;
   };
-  draw_head_grid(train_grid_, train_cells_, layers, heads, cell, ImVec2(grid_w, ImGui::GetContentRegionAvail().y), train_layer_,
-                 train_head_, "train grid");
+  const float avail_h = ImGui::GetContentRegionAvail().y;
+  draw_head_grid(train_grid_, train_cells_, layers, heads, cell, ImVec2(grid_w, language ? avail_h * 0.5f : avail_h),
+                 train_layer_, train_head_, "train grid");
+  if (language) draw_head_scores(snap, grid_w);
   ImGui::EndGroup();
   train_layer_ = std::clamp(train_layer_, 0, int(layers) - 1);
   train_head_ = std::clamp(train_head_, 0, int(heads) - 1);
@@ -418,23 +479,61 @@ void App::draw_train_attention(float width) {
   ImGui::Text(tr(Str::train_head_caption), train_layer_, train_head_);
   refresh(train_main_, ViewKey{snap.id, &w, size_t(train_layer_), size_t(train_head_)}, w, ColorMap::sequential);
   const float heatmap_w = width - grid_w - ImGui::GetStyle().ItemSpacing.x;
+  const float button_rows = language ? 2.0f : 1.0f;
   draw_heatmap(train_main_, &replay_labels_[item], &replay_labels_[item], heatmap_w,
-               std::max(120.0f, height_above_buttons()), "train_main");
-  if (train_button("show", tr(Str::show_in_stage))) show_trained_model();
+               std::max(120.0f, height_above_buttons() - (button_rows - 1) * ImGui::GetFrameHeightWithSpacing()),
+               "train_main");
+  if (train_button("show", tr(Str::show_in_stage))) show_trained_model(Tab::stage);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(Str::show_in_stage_tip));
+  if (language) {
+    ImGui::SameLine();
+    if (train_button("generate", tr(Str::generate_with_model))) show_trained_model(Tab::generate);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(Str::generate_with_model_tip));
+  }
   ImGui::SameLine();
   if (train_button("save", tr(Str::save_model))) save_trained_model();
   if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("%s", tr(Str::save_model_tip));
-  ImGui::SameLine();
+    ImGui::SetTooltip("%s", tr(language ? Str::save_lm_tip : Str::save_model_tip));
+  if (!language) ImGui::SameLine();  // a language model's row has one button more: on a line of its own
   draw_ablated_accuracy();
   ImGui::EndGroup();
+}
+
+// A language model's samples: the replay's up to the one shown (the last few), the one shown last.
+void App::draw_train_samples(size_t shown) {
+  ImGui::TextColored(dim_color, tr(Str::samples_caption), training_.sample_prompt().c_str(),
+                     training_.sample_expected().c_str());
+  const size_t lines = 3, first = shown + 1 > lines ? shown + 1 - lines : 0;
+  for (size_t i = first; i <= shown && i < train_samples_.size(); ++i) {
+    ImGui::TextUnformatted(train_samples_[i].c_str());
+    record_box(layout_, LayoutKind::label, "train samples", train_samples_[i].c_str(), ImGui::GetItemRectMin(),
+               ImGui::GetItemRectMax());
+  }
+  for (size_t i = shown + 1 - first; i < lines; ++i) ImGui::NewLine();  // the layout below stays put
+}
+
+// Every head's detector score at the snapshot shown, [layers, heads], on the fixed range [0, 1].
+void App::draw_head_scores(const Snapshot& snap, float w) {
+  static const Str titles[head_score_kinds] = {Str::detector_previous_token, Str::detector_duplicate_token,
+                                               Str::detector_induction, Str::detector_prefix_matching};
+  if (snap.head_scores[size_t(train_score_kind_)].size() == 0) train_score_kind_ = 0;
+  ImGui::SetNextItemWidth(w);
+  if (ImGui::BeginCombo("##score kind", tr(titles[train_score_kind_]))) {
+    for (int k = 0; k < int(head_score_kinds); ++k)
+      if (snap.head_scores[size_t(k)].size() && ImGui::Selectable(tr(titles[k]), k == train_score_kind_)) train_score_kind_ = k;
+    ImGui::EndCombo();
+  }
+  const Tensor& scores = snap.head_scores[size_t(train_score_kind_)];
+  refresh(train_scores_, {snap.id, &scores, 0, 0}, scores, ColorMap::sequential, true);
+  draw_heatmap(train_scores_, &train_layer_labels_, &train_head_labels_, w, ImGui::GetContentRegionAvail().y, "train scores");
 }
 
 // What the head shown does for the task: the validation accuracy with it zero-ablated, on request.
 void App::draw_ablated_accuracy() {
   char label[96];
-  std::snprintf(label, sizeof label, tr(Str::ablated_accuracy), train_layer_, train_head_);
+  std::snprintf(label, sizeof label,
+                tr(training_.language_model() ? Str::head_ablated_next_token : Str::ablated_accuracy), train_layer_,
+                train_head_);
   if (train_button("ablated_accuracy", label)) {
     if (const auto r = training_.ablated_accuracy({{size_t(train_layer_), size_t(train_head_)}}))
       ablated_accuracy_ = {train_view_.run, train_layer_, train_head_, *r,
@@ -447,35 +546,50 @@ void App::draw_ablated_accuracy() {
   ImGui::TextUnformatted(shown->text.c_str());
 }
 
-// The trained model as a model from files, on the replay items, in the Stage tab.
-void App::show_trained_model() {
+// The trained model as a model from files, on the replay items, in the Stage tab (or Generate, with
+// the sample's prompt).
+void App::show_trained_model(Tab tab) {
   auto loaded = std::make_shared<LoadedModel>();
-  loaded->model = *training_.model_copy();
-  loaded->vocab = training_.vocab();
   loaded->name = format(Str::trained_model_name, train_view_.status.step);
   PlaygroundConfig c = playground_.config();
   c.model = ModelKind::loaded;
   c.sentences.clear();
-  for (const ReplayItem& item : training_.replay()) {
-    std::string text;
-    for (const std::string& t : item.tokens) text += (text.empty() ? "" : " ") + t;
-    c.sentences.push_back(text);
+  if (auto lm = training_.language_model_copy()) {
+    loaded->pretrained = std::move(*lm);
+    for (const ReplayItem& item : training_.replay()) c.sentences.push_back(item.text);
+    std::snprintf(generate_prompt_, sizeof generate_prompt_, "%s", training_.sample_prompt().c_str());
+  } else {
+    loaded->model = *training_.model_copy();
+    loaded->vocab = training_.vocab();
+    for (const ReplayItem& item : training_.replay()) {
+      std::string text;
+      for (const std::string& t : item.tokens) text += (text.empty() ? "" : " ") + t;
+      c.sentences.push_back(text);
+    }
+    c.mask = parse_mask_kind(training_.effective_settings()["mask"].get<std::string>());
   }
-  c.mask = parse_mask_kind(training_.effective_settings()["mask"].get<std::string>());
   c.train = false;
   attach_model(c, std::move(loaded));
   apply(c);
   batch_ = train_item_;
   set_layer(train_layer_);
   head_ = train_head_;
-  stage_ = "layers." + std::to_string(train_layer_) + ".self_attn.attention_weights";
-  select_tab(Tab::stage);
+  stage_ = training_.language_model() ? attention_weights_stage(ModelFamily::gpt2, size_t(train_layer_))
+                                      : "layers." + std::to_string(train_layer_) + ".self_attn.attention_weights";
+  select_tab(tab);
 }
 
 void App::save_trained_model() {
   try {
     const Training::ModelFilesBytes files = training_.model_files();
     const auto bytes = [](const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); };
+    if (training_.language_model()) {  // a GPT-2 folder's files, under their names
+      status_ = platform_.save_file("model.safetensors", bytes(files.weights), "application/octet-stream");
+      status_ += "; " + platform_.save_file("config.json", bytes(files.config), "application/json");
+      status_ += "; " + platform_.save_file("vocab.json", bytes(files.vocab), "application/json");
+      status_ += "; " + platform_.save_file("merges.txt", bytes(files.merges), "text/plain");
+      return;
+    }
     status_ = platform_.save_file("trained.safetensors", bytes(files.weights), "application/octet-stream");
     status_ += "; " + platform_.save_file("trained.config.json", bytes(files.config), "application/json");
     status_ += "; " + platform_.save_file("trained.vocab.json", bytes(files.vocab), "application/json");

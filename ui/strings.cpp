@@ -70,7 +70,12 @@ std::optional<TaskTexts> task_texts(const std::string& task) {
   } all[] = {{"duplicate", {Str::task_duplicate, Str::look_duplicate}},
              {"brackets", {Str::task_brackets, Str::look_brackets}},
              {"places", {Str::task_places, Str::look_places}},
-             {"asked", {Str::task_asked, Str::look_asked}}};
+             {"asked", {Str::task_asked, Str::look_asked}},
+             {"induction", {Str::task_induction, Str::look_induction}},
+             {"copy", {Str::task_copy, Str::look_copy}},
+             {"reverse", {Str::task_reverse, Str::look_reverse}},
+             {"korean", {Str::task_korean, Str::look_korean}},
+             {"text", {Str::task_text, Str::look_text}}};
   for (const auto& t : all)
     if (task == t.name) return t.texts;
   return std::nullopt;

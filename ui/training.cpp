@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 
 #include "core/batch/batch.hpp"
 #include "core/base/error.hpp"
 #include "core/base/threads.hpp"
 #include "core/io/safetensors.hpp"
+#include "core/model/generate.hpp"
+#include "core/model/head_detectors.hpp"
+#include "core/text/tokenizer_bpe.hpp"
 #include "core/train/train_run.hpp"
 
 namespace attn::ui {
@@ -43,6 +47,7 @@ const StringKey string_keys[] = {
     {"eval_every", &train::TrainOptions::eval_every, nullptr},
     {"threads", &train::TrainOptions::threads, nullptr},
     {"backend", &train::TrainOptions::backend, nullptr},
+    {"seq_len", &train::TrainOptions::seq_len, nullptr},
     {"seed", nullptr, &ModelOptions::seed},
     {"mask", nullptr, &ModelOptions::mask},
     {"vocab_size", nullptr, &ModelOptions::vocab_size},
@@ -91,21 +96,44 @@ const char* optimizer_name(OptimizerKind k) {
 
 Json effective_json(const train::TrainOptions& o, const train::TrainRun& r) {
   const train::TrainSettings& s = r.settings;
-  const TransformerConfig& c = r.data.config;
   Json j = {{"steps", s.steps}, {"batch_size", s.batch_size}, {"optimizer", optimizer_name(s.optimizer.kind)},
             {"lr", s.optimizer.lr}, {"weight_decay", weight_decay_of(s.optimizer)},
             {"momentum", s.optimizer.momentum}, {"betas", {s.optimizer.beta1, s.optimizer.beta2}},
             {"eps", s.optimizer.eps}, {"clip_grad_norm", s.clip_grad_norm},
             {"schedule", s.schedule.kind == ScheduleKind::constant ? "constant" : "cosine"},
             {"warmup", s.schedule.warmup}, {"label_smoothing", s.label_smoothing}, {"no_shuffle", !s.shuffle},
-            {"eval_every", r.eval_every}, {"seed", s.seed}, {"mask", mask_kind_name(s.mask)},
-            {"d_model", c.d_model}, {"num_heads", c.num_heads}, {"num_layers", c.num_layers},
-            {"d_ff", c.ff_width()}, {"max_len", c.max_len}, {"num_classes", c.num_classes},
-            {"dropout", c.dropout}, {"activation", c.activation == Activation::relu ? "relu" : "gelu"},
-            {"norm_first", c.norm_first}};
+            {"eval_every", r.eval_every}, {"seed", s.seed}, {"mask", mask_kind_name(s.mask)}};
+  if (r.lm_trainer) {  // its sizes come from its config: shown, not settings
+    const PretrainedConfig& c = r.lm_trainer->model().config;
+    size_t seq_len = 0;
+    for (const auto& item : r.data.sets.train) seq_len = std::max(seq_len, item.ids.size());
+    j.update({{"seq_len", seq_len}, {"n_embd", c.hidden_size}, {"n_head", c.num_heads}, {"n_layer", c.num_layers},
+              {"n_positions", c.max_positions}, {"vocab_size", c.vocab_size}});
+  } else {
+    const TransformerConfig& c = r.data.config;
+    j.update({{"d_model", c.d_model}, {"num_heads", c.num_heads}, {"num_layers", c.num_layers}, {"d_ff", c.ff_width()},
+              {"max_len", c.max_len}, {"num_classes", c.num_classes}, {"dropout", c.dropout},
+              {"activation", c.activation == Activation::relu ? "relu" : "gelu"}, {"norm_first", c.norm_first}});
+  }
   if (!o.task.empty()) j["task"] = o.task;
-  if (!o.data.empty()) j["data"] = o.data;
+  if (!o.data.empty() && o.data_text.empty()) j["data"] = o.data;
   return j;
+}
+
+// Where a language model's sample starts: after the first half and one token of a repeated item, after
+// "|" (copy, reverse), else after a quarter of the item (at least one token).
+size_t sample_prompt_length(const train::LabelledItem& item, const PretrainedTokenizer& tokenizer) {
+  const std::vector<int64_t>& ids = item.ids;
+  if (train::repeated_halves({item})) return ids.size() / 2 + 1;
+  for (size_t i = 0; i + 1 < ids.size(); ++i)
+    if (tokenizer_token(tokenizer, ids[i]) == "|") return i + 1;
+  return std::max<size_t>(1, ids.size() / 4);
+}
+
+std::string decoded(const PretrainedTokenizer& tokenizer, const int64_t* ids, size_t n) {
+  std::vector<std::string> tokens;
+  for (size_t i = 0; i < n; ++i) tokens.push_back(tokenizer_token(tokenizer, ids[i]));
+  return byte_level_text(tokens);
 }
 
 std::atomic<uint64_t> next_snapshot_id{1};
@@ -118,7 +146,13 @@ train::TrainOptions training_options(const Json& settings) {
   o.model.mask = "";  // the task's mask, else padding (as attn train)
   if (threads_available) o.threads = "auto";  // every core: the bytes are the same on any number
   for (const auto& [key, value] : settings.items()) {
-    bool known = false;
+    bool known = key == "text";
+    if (known) {
+      if (!value.is_string() || value.get<std::string>().empty())
+        throw InputError("training setting 'text' must be a text to train on (not empty)");
+      o.data_text = value.get<std::string>();
+      o.data = "text.txt";  // its name in messages; .txt: plain text
+    }
     for (const StringKey& k : string_keys)
       if (key == k.key) {
         (k.train ? o.*k.train : o.model.*k.model) = option_text(key, value);
@@ -132,14 +166,13 @@ train::TrainOptions training_options(const Json& settings) {
       }
     if (!known)
       throw InputError("unknown training setting '" + key + "' (attn train's options without dashes: task, steps, "
-                       "batch_size, optimizer, lr, seed, d_model, num_heads, num_layers, eval_every, …)");
+                       "batch_size, optimizer, lr, seed, d_model, num_heads, num_layers, eval_every, seq_len, text, …)");
   }
   if (!threads_available && !o.threads.empty() && o.threads != "1")
     throw InputError("threads: this build has no threads; training runs on one");
   if (o.task.empty() && o.data.empty()) o.task = "duplicate";  // {} is the Train tab's first task
-  if (train::trains_language_model(o))
-    throw InputError("language models (GPT-2; the tasks induction, copy, reverse, korean) train with attn train "
-                     "for now: the Train tab trains the classifier");
+  if (!o.data_text.empty() && settings.contains("data"))
+    throw InputError("give the training setting 'text' or 'data', not both");
   return o;
 }
 
@@ -153,6 +186,7 @@ std::vector<std::pair<std::string, std::string>> training_hash_pairs(const Json&
 Json training_from_hash_value(const std::string& key, const std::string& value) {
   if (key == "data")  // training_hash_pairs leaves it out: a link cannot carry a file
     throw InputError("train.data cannot come from a link: choose the file with Training data…");
+  if (key == "text") return value;  // a text, even one that reads as a number
   for (const FlagKey& k : flag_keys)
     if (key == k.key) {
       if (value != "true" && value != "false") throw InputError("train." + key + " must be true or false");
@@ -179,6 +213,12 @@ struct Training::Run {
   train::TrainOptions options;
   train::TrainRun r;
   std::vector<train::LabelledItem> replay;
+  // A language model's: the model and tokenizer its samples are generated with (the model copied in at
+  // each sample), and the sample's prompt.
+  std::optional<Pretrained> sampler;
+  std::string sample_prompt;
+  size_t sample_tokens = 0;
+  train::Training& trainer() const { return r.training(); }
   size_t snapshot_every = 1;
   Clock::time_point last_live = Clock::now();
   Clock::time_point rate_start = Clock::now();
@@ -212,23 +252,45 @@ void Training::configure(const Json& settings) {
   if (run->options.eval_every.empty()) r.eval_every = std::max<size_t>(1, r.settings.steps / default_evaluations);
   const auto& pool = r.data.sets.val.empty() ? r.data.sets.train : r.data.sets.val;
   run->replay.assign(pool.begin(), pool.begin() + std::ptrdiff_t(std::min(replay_items, pool.size())));
-  const TransformerConfig& c = r.data.config;
+  size_t layers = r.data.config.num_layers, heads = r.data.config.num_heads;
+  std::string expected;
+  if (r.lm_trainer) {
+    const PretrainedModel& m = r.lm_trainer->model();
+    layers = m.config.num_layers, heads = m.config.num_heads;
+    run->sampler = Pretrained{m, *r.data.tokenizer};
+    const train::LabelledItem& first_item = run->replay.front();
+    const size_t n = sample_prompt_length(first_item, run->sampler->tokenizer);
+    run->sample_prompt = decoded(run->sampler->tokenizer, first_item.ids.data(), n);
+    run->sample_tokens = first_item.ids.size() - n;
+    expected = decoded(run->sampler->tokenizer, first_item.ids.data() + n, run->sample_tokens);
+  }
   size_t bytes = 0;
-  for (const auto& item : run->replay) bytes += c.num_layers * c.num_heads * item.ids.size() * item.ids.size() * 4;
+  for (const auto& item : run->replay) bytes += layers * heads * item.ids.size() * item.ids.size() * 4;
   const size_t cap = std::clamp<size_t>(max_snapshot_bytes / std::max<size_t>(bytes, 1), 3, max_snapshots);
   run->snapshot_every = std::max<size_t>(1, (r.settings.steps + cap - 3) / (cap - 2));
-  auto first = take_snapshot(*run, 0);
+  auto first = take_snapshot(*run, 0, true);
 
   pause();
   std::lock_guard<std::mutex> run_lock(run_mutex_);
   settings_ = settings;
   effective_ = effective_json(run->options, r);
   replay_.clear();
-  for (const auto& item : run->replay) replay_.push_back({item_tokens(item), item.label});
-  layers_ = c.num_layers;
-  heads_ = c.num_heads;
-  classes_ = c.num_classes;
-  task_ = r.data.task ? r.data.task->name : "";
+  for (const auto& item : run->replay) {
+    std::vector<std::string> tokens = item_tokens(item);
+    std::string text;
+    if (run->sampler) {
+      for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = token_label(*run->sampler, item.ids[i]);
+      text = decoded(run->sampler->tokenizer, item.ids.data(), item.ids.size());
+    }
+    replay_.push_back({std::move(tokens), item.label, std::move(text)});
+  }
+  layers_ = layers;
+  heads_ = heads;
+  classes_ = r.data.config.num_classes;
+  task_ = r.data.task ? r.data.task->name : r.data.lm_task ? r.data.lm_task->name : "";
+  language_model_ = r.lm_trainer != nullptr;
+  sample_prompt_ = run->sample_prompt;
+  sample_expected_ = expected;
   {
     std::lock_guard<std::mutex> lock(view_mutex_);
     published_ = View();
@@ -236,33 +298,82 @@ void Training::configure(const Json& settings) {
     published_.snapshots = {first};
     published_.live = first;
     published_.status.steps = r.settings.steps;
-    published_.status.threads = r.trainer->threads();
+    published_.status.threads = r.training().threads();
     published_.generation = ++generation_;
   }
   run_ = std::move(run);
 }
 
-std::shared_ptr<const Snapshot> Training::take_snapshot(const Run& run, size_t step) const {
-  auto s = std::make_shared<Snapshot>();
-  s->id = next_snapshot_id++;
-  s->step = step;
-  const TransformerModel& model = run.r.trainer->model();
+namespace {
+
+// The classifier's attention on each replay item, and its prediction.
+void classifier_snapshot(const TransformerModel& model, const std::vector<train::LabelledItem>& replay, MaskKind mask,
+                         Snapshot& s) {
   const TransformerConfig& c = model.config;
-  for (const auto& item : run.replay) {
+  for (const auto& item : replay) {
     const size_t n = item.ids.size();
-    const Trace t = classify(model, item.ids, 1, n, run.r.settings.mask, nullptr);
+    const Trace t = classify(model, item.ids, 1, n, mask, nullptr);
     Tensor w = xt::zeros<float>({c.num_layers, c.num_heads, n, n});
     for (size_t l = 0; l < c.num_layers; ++l) {
       const Tensor& layer = t.at("layers." + std::to_string(l) + ".self_attn.attention_weights");
       std::copy(layer.begin(), layer.end(), w.begin() + std::ptrdiff_t(l * c.num_heads * n * n));
     }
-    s->weights.push_back(std::move(w));
+    s.weights.push_back(std::move(w));
     const Tensor& logits = t.at("logits");
     const size_t best = size_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
     double sum = 0;
     for (float v : logits) sum += std::exp(double(v - logits(best)));
-    s->predicted.push_back(int64_t(best));
-    s->probability.push_back(float(1.0 / sum));
+    s.predicted.push_back(int64_t(best));
+    s.probability.push_back(float(1.0 / sum));
+  }
+}
+
+// A language model's attention on the replay items (one batch, each item's [layers, heads, n, n] cut
+// out of the padded [B, H, S, S]) and every head's detector scores.
+void language_model_snapshot(const PretrainedModel& model, const std::vector<train::LabelledItem>& replay, Snapshot& s) {
+  std::vector<size_t> all(replay.size());
+  std::iota(all.begin(), all.end(), size_t(0));
+  const PretrainedInput in = train::lm_batch(replay, all);
+  const Trace trace = gpt2_forward(model, in);
+  const size_t L = model.config.num_layers, H = model.config.num_heads, S = in.seq;
+  for (size_t b = 0; b < in.batch; ++b) {
+    const size_t n = in.lengths[b];
+    Tensor w = Tensor::from_shape({L, H, n, n});
+    for (size_t l = 0; l < L; ++l) {
+      const float* src = trace.at(attention_weights_stage(ModelFamily::gpt2, l)).data();
+      for (size_t h = 0; h < H; ++h)
+        for (size_t i = 0; i < n; ++i)
+          std::copy_n(src + ((b * H + h) * S + i) * S, n, w.data() + ((l * H + h) * n + i) * n);
+    }
+    s.weights.push_back(std::move(w));
+  }
+  const auto scores = detect_heads(model_stages(model.config), trace, in.ids, in.lengths,
+                                   {HeadKind::previous_token, HeadKind::duplicate_token, HeadKind::induction}, {});
+  const auto as_tensor = [&](const std::vector<double>& v) {
+    Tensor t = Tensor::from_shape({L, H});
+    std::transform(v.begin(), v.end(), t.begin(), [](double x) { return float(x); });
+    return t;
+  };
+  for (size_t k = 0; k < scores.size(); ++k) s.head_scores[k] = as_tensor(scores[k].scores);
+  if (train::repeated_halves(replay)) s.head_scores[3] = as_tensor(train::prefix_matching_scores(model, trace, in));
+}
+
+}  // namespace
+
+std::shared_ptr<const Snapshot> Training::take_snapshot(Run& run, size_t step, bool replay) const {
+  auto s = std::make_shared<Snapshot>();
+  s->id = next_snapshot_id++;
+  s->step = step;
+  if (!run.sampler) {
+    classifier_snapshot(run.r.trainer->model(), run.replay, run.r.settings.mask, *s);
+    return s;
+  }
+  const PretrainedModel& model = run.r.lm_trainer->model();
+  language_model_snapshot(model, run.replay, *s);
+  if (replay && run.sample_tokens) {
+    run.sampler->model = model;
+    const Generation g = generate(*run.sampler, run.sample_prompt, run.sample_tokens, SamplingOptions{0.0, 0, 1.0, 0});
+    s->sample = g.text.substr(std::min(g.text.size(), run.sample_prompt.size()));
   }
   return s;
 }
@@ -271,7 +382,7 @@ bool Training::step_once(bool worker) {
   std::lock_guard<std::mutex> run_lock(run_mutex_);
   if (!run_ || (worker && !playing_)) return false;  // paused (or reconfigured) while it waited
   Run& run = *run_;
-  train::Trainer& trainer = *run.r.trainer;
+  train::Training& trainer = run.trainer();
   const size_t total = run.r.settings.steps;
   if (trainer.steps_done() >= total) return false;
   train::StepRecord record;
@@ -295,7 +406,7 @@ bool Training::step_once(bool worker) {
   const bool replay = done % run.snapshot_every == 0 || done == total;
   std::shared_ptr<const Snapshot> snapshot;
   if (replay || std::chrono::duration<double, std::milli>(now - run.last_live).count() >= live_interval_ms) {
-    snapshot = take_snapshot(run, done);
+    snapshot = take_snapshot(run, done, replay);
     run.last_live = now;
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - run.rate_start).count();
@@ -323,9 +434,9 @@ bool Training::step_once(bool worker) {
 void Training::play() {
   {
     std::lock_guard<std::mutex> run_lock(run_mutex_);
-    if (!run_ || run_->r.trainer->steps_done() >= run_->r.settings.steps) return;
+    if (!run_ || run_->trainer().steps_done() >= run_->r.settings.steps) return;
     run_->rate_start = Clock::now();
-    run_->rate_first_step = run_->r.trainer->steps_done();
+    run_->rate_first_step = run_->trainer().steps_done();
     {
       std::lock_guard<std::mutex> lock(view_mutex_);
       if (!published_.status.error.empty()) return;
@@ -352,7 +463,7 @@ std::vector<Json> Training::run_steps(size_t n) {
   {
     std::lock_guard<std::mutex> run_lock(run_mutex_);  // waits for the worker's step in flight
     if (!run_) throw InputError("no training run: configure one first");
-    first = run_->r.trainer->steps_done();
+    first = run_->trainer().steps_done();
     run_->rate_start = Clock::now();
     run_->rate_first_step = first;
   }
@@ -425,24 +536,36 @@ void Training::update_view(View& view) const {
 Training::ModelFilesBytes Training::model_files() const {
   std::lock_guard<std::mutex> run_lock(run_mutex_);
   if (!run_) throw InputError("no trained model yet");
+  if (const train::LmTrainer* lm = run_->r.lm_trainer.get()) {
+    const BytePairTokenizer& tokenizer = *run_->r.data.tokenizer;
+    return {safetensors_bytes("model.safetensors", gpt2_state_dict(lm->model()), {{"format", "pt"}}),
+            gpt2_config_json(lm->model().config).dump(2) + "\n", tokenizer.vocab_json(), tokenizer.merges_txt()};
+  }
   const TransformerModel& m = run_->r.trainer->model();
   return {safetensors_bytes("model.safetensors", state_dict(m)), config_to_json(m.config).dump(2) + "\n",
-          batch::vocab_json(run_->r.data.vocab)};
+          batch::vocab_json(run_->r.data.vocab), ""};
 }
 
 std::shared_ptr<const TransformerModel> Training::model_copy() const {
   std::lock_guard<std::mutex> run_lock(run_mutex_);
-  if (!run_) return nullptr;
+  if (!run_ || !run_->r.trainer) return nullptr;
   return std::make_shared<const TransformerModel>(run_->r.trainer->model());
+}
+
+std::optional<Pretrained> Training::language_model_copy() const {
+  std::lock_guard<std::mutex> run_lock(run_mutex_);
+  if (!run_ || !run_->r.lm_trainer) return std::nullopt;
+  return Pretrained{run_->r.lm_trainer->model(), *run_->r.data.tokenizer};
 }
 
 std::optional<Training::AblatedAccuracy> Training::ablated_accuracy(const std::vector<HeadIndex>& heads) const {
   std::lock_guard<std::mutex> run_lock(run_mutex_);
   if (!run_) return std::nullopt;
-  const train::Trainer& trainer = *run_->r.trainer;
+  const train::Training& trainer = run_->trainer();
   const auto& items = run_->r.data.sets.val.empty() ? run_->r.data.sets.train : run_->r.data.sets.val;
   const Ablation ablation{heads, {}, AblationKind::zero};
-  const ModelStages stages = model_stages(trainer.model().config);
+  const ModelStages stages = run_->r.lm_trainer ? model_stages(run_->r.lm_trainer->model().config)
+                                                : model_stages(run_->r.trainer->model().config);
   check_ablation(ablation, stages);
   const Hooks hooks = ablation_hooks(stages, ablation, nullptr, {});
   return AblatedAccuracy{trainer.steps_done(), trainer.evaluate(items).accuracy, trainer.evaluate(items, &hooks).accuracy};
@@ -450,7 +573,7 @@ std::optional<Training::AblatedAccuracy> Training::ablated_accuracy(const std::v
 
 std::optional<Vocab> Training::vocab() const {
   std::lock_guard<std::mutex> run_lock(run_mutex_);
-  if (!run_) return std::nullopt;
+  if (!run_ || run_->r.lm_trainer) return std::nullopt;
   return run_->r.data.vocab;
 }
 

@@ -18,15 +18,17 @@
 #include "core/base/json.hpp"
 #include "core/base/tensor.hpp"
 #include "core/model/interventions.hpp"
+#include "core/model/pretrained_files.hpp"
 #include "core/train/train.hpp"
 #include "core/train/train_run.hpp"
 
 namespace attn::ui {
 
 // The settings' keys: attn train's option names without dashes, inner dashes as underscores ("task",
-// "steps", "batch_size", "lr", …, and the model's: "d_model", "num_heads", "mask", …). Numbers, strings
-// and booleans (the flags: "no_shuffle", "nesterov", "norm_first", "post_norm"); "betas" also as [b1, b2].
-// Neither task nor data: the duplicate task. Throws InputError for an unknown key or a value of the
+// "steps", "batch_size", "lr", "seq_len", …, and the classifier's: "d_model", "num_heads", "mask", …).
+// Numbers, strings and booleans (the flags: "no_shuffle", "nesterov", "norm_first", "post_norm"); "betas"
+// also as [b1, b2]; "text": a language model's training text itself (with the task text or korean), as
+// --data would read it from a .txt file. Neither task nor data: the duplicate task. Throws InputError for an unknown key or a value of the
 // wrong type; the run checks the values.
 train::TrainOptions training_options(const Json& settings);
 // The settings without "data" (a file cannot travel in a link) as URL-hash pairs "train.KEY=VALUE"
@@ -45,16 +47,28 @@ inline constexpr double live_interval_ms = 100;
 // When the settings give no eval_every, the tab evaluates every steps / default_evaluations steps.
 inline constexpr size_t default_evaluations = 40;
 
+// The head detectors a language model's snapshots score every head with: TransformerLens's three
+// (core/model/head_detectors.hpp) on the replay items, and the prefix-matching score the log's
+// induction_score is the best of (core/train/train_lm.hpp; only on items that are a half repeated).
+inline constexpr size_t head_score_kinds = 4;
+inline constexpr const char* head_score_names[head_score_kinds] = {"previous_token", "duplicate_token", "induction",
+                                                                   "prefix_matching"};
+
 struct Snapshot {
   uint64_t id = 0;  // unique in the process: a texture's cache key
   size_t step = 0;
   std::vector<Tensor> weights;      // per replay item: [layers, heads, S, S]
-  std::vector<int64_t> predicted;   // per replay item
+  std::vector<int64_t> predicted;   // the classifier's, per replay item
   std::vector<float> probability;   // of the predicted class
+  // A language model's: per head_score_names, [layers, heads] scores (empty: not measured); and, in the
+  // replay's snapshots, the greedy continuation of sample_prompt().
+  Tensor head_scores[head_score_kinds];
+  std::string sample;
 };
 struct ReplayItem {
   std::vector<std::string> tokens;
-  int64_t label = 0;
+  int64_t label = 0;    // the classifier's
+  std::string text;     // a language model's: the item decoded
 };
 
 struct TrainingStatus {
@@ -86,6 +100,12 @@ class Training {
   size_t num_heads() const { return heads_; }
   const std::string& task() const { return task_; }  // the built-in task's name, or "" (a file)
   size_t num_classes() const { return classes_; }
+  // A GPT-2 language model's run: its samples continue the first replay item's beginning (the first half
+  // and one token of a repeated item, up to "|" of copy and reverse, else a quarter), greedily, for as
+  // many tokens as the item has after it (sample_expected()).
+  bool language_model() const { return language_model_; }
+  const std::string& sample_prompt() const { return sample_prompt_; }
+  const std::string& sample_expected() const { return sample_expected_; }
 
   // Play runs steps until the last one (on the worker, or in pump()); pause returns after the step in flight.
   void play();
@@ -113,11 +133,14 @@ class Training {
   void update_view(View& view) const;
   // The trained model's files: state_dict (safetensors), config and vocabulary (JSON), as attn train
   // --save-weights/--save-config/--save-vocab writes them; and the model itself.
+  // A language model's: a Hugging Face GPT-2 folder's (model.safetensors, config.json, vocab.json and
+  // merges.txt, as attn train --save-model-dir writes them).
   struct ModelFilesBytes {
-    std::string weights, config, vocab;
+    std::string weights, config, vocab, merges;
   };
   ModelFilesBytes model_files() const;
-  std::shared_ptr<const TransformerModel> model_copy() const;
+  std::shared_ptr<const TransformerModel> model_copy() const;  // null for a language model, and
+  std::optional<Pretrained> language_model_copy() const;  // none for the classifier
   // The current model's validation accuracy (the training items' when there are none) as it is and with
   // `heads` zero-ablated (core/model/interventions.hpp): what those heads do for the task. None without a run.
   struct AblatedAccuracy {
@@ -133,12 +156,14 @@ class Training {
   void worker_loop();
   // One step; false when the run is over or failed, or, for the worker (and pump), paused.
   bool step_once(bool worker);
-  std::shared_ptr<const Snapshot> take_snapshot(const Run& run, size_t step) const;
+  std::shared_ptr<const Snapshot> take_snapshot(Run& run, size_t step, bool replay) const;
 
   Json settings_, effective_;
   std::vector<ReplayItem> replay_;
   size_t layers_ = 0, heads_ = 0, classes_ = 0;
   std::string task_;
+  bool language_model_ = false;
+  std::string sample_prompt_, sample_expected_;
   std::unique_ptr<Run> run_;  // touched under run_mutex_ only
   mutable std::mutex run_mutex_;
   // Published for the UI, under view_mutex_.

@@ -204,9 +204,12 @@
     // {frames, last_frame_ms, frame_allocations, compute_ms, compute_count}: cheap, for polling.
     stats() { return JSON.parse(call('attnlab_stats', 'string', [], [])); },
     selectStage(name) { call('attnlab_select_stage', null, ['string'], [name]); },
-    // selectView({tab: 'stage'|'masks'|'positional_encoding'|'interventions'|'train'|'tour', stage, batch, layer, head,
-    // tour}): what the canvas shows from the next frame on (indices clamped); tour: the guided tour's step
-    // (1 to 15; it selects the step's stage, and the model it needs; 0 ends the tour). Throws on unknown keys.
+    // selectView({tab: 'stage'|'masks'|'positional_encoding'|'interventions'|'train'|'generate'|'tour', stage,
+    // batch, layer, head, tour, train_score, generate, generate_token, generate_layer}): what the canvas shows
+    // from the next frame on (indices clamped); tour: the guided tour's step (1 to 15; it selects the step's
+    // stage, and the model it needs; 0 ends the tour); generate: the Generate tab's {prompt, max_new_tokens,
+    // temperature, top_k, top_p, seed}, generated a token a frame (state().view.generate follows it).
+    // Throws on unknown keys and settings the generation refuses.
     selectView(view) {
       const error = call('attnlab_select_view', 'string', ['string'], [JSON.stringify(view)]);
       if (error) throw new Error(error);
@@ -215,9 +218,11 @@
     // state().view.layout is {boxes, problems} of what the canvas drew (labels, legends or heatmaps that
     // overlap or are cut off).
     layoutViews() { return JSON.parse(call('attnlab_layout_views', 'string', [], [])); },
-    // train({task, data, steps, batch_size, optimizer, lr, seed, eval_every, d_model, num_heads, …}): attn
-    // train's options without dashes (inner dashes as underscores); `data` is a labelled file's bytes or
-    // text, or {name, bytes}. Resets the run (paused at step 0); throws with the reason settings are refused.
+    // train({task, data, text, steps, batch_size, optimizer, lr, seed, eval_every, seq_len, d_model, …}):
+    // attn train's options without dashes (inner dashes as underscores); `data` is a labelled file's bytes or
+    // text, or {name, bytes} (a .txt name with task 'text': a language model of it); `text` a language
+    // model's text itself (task 'text' or 'korean'). Resets the run (paused at step 0); throws with the
+    // reason settings are refused.
     train(settings) { train(settings); return this.state().training; },
     // Runs n steps (in chunks, yielding to the page between them) and resolves with their log records,
     // as `attn train --log` writes them.
@@ -318,7 +323,9 @@
       const note = document.getElementById('train-note');
       if (note) delete note.dataset.tr;  // a message from here on, not the label to translate
       try {
-        train({ data: { name: f.name, bytes: new Uint8Array(await f.arrayBuffer()) } });
+        // A plain text trains a character language model (the task text); else a labelled file the classifier.
+        const data = { name: f.name, bytes: new Uint8Array(await f.arrayBuffer()) };
+        train(/\.txt$/i.test(f.name) ? { task: 'text', data } : { data });
         if (note) note.textContent = note.title = say('page_training_on', f.name);
         window.attnlab.selectView({ tab: 'train' });
       } catch (e) {

@@ -100,9 +100,24 @@ std::vector<Tensor> last_row_attention(const Trace& t, size_t layers) {
 
 PretrainedInput one_token(int64_t id) { return {{id}, {}, {1}, 1, 1}; }
 
+// The distribution's likeliest tokens, most likely first (the first id of equals first).
+std::vector<NextToken> candidates(const Pretrained& p, const std::vector<double>& dist) {
+  std::vector<size_t> order(dist.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  const size_t k = std::min(candidates_kept, order.size());
+  std::partial_sort(order.begin(), order.begin() + std::ptrdiff_t(k), order.end(),
+                    [&](size_t a, size_t b) { return dist[a] > dist[b] || (dist[a] == dist[b] && a < b); });
+  std::vector<NextToken> out;
+  for (size_t i = 0; i < k && dist[order[i]] > 0; ++i)
+    out.push_back({int64_t(order[i]), token_label(p, int64_t(order[i])), dist[order[i]]});
+  return out;
+}
+
 }  // namespace
 
-Generation generate(const Pretrained& p, const std::string& prompt, size_t max_new_tokens, const SamplingOptions& o) {
+TokenGenerator::TokenGenerator(const Pretrained& p, const std::string& prompt, size_t max_new_tokens,
+                               const SamplingOptions& o)
+    : p_(p), max_new_tokens_(max_new_tokens), o_(o), end_(tokenizer_find(p.tokenizer, "<|endoftext|>")), gen_(o.seed) {
   const PretrainedModel& m = p.model;
   if (m.config.family != ModelFamily::gpt2) throw InputError("generation needs a GPT-2 checkpoint (this one is BERT)");
   check_sampling(o);
@@ -112,25 +127,32 @@ Generation generate(const Pretrained& p, const std::string& prompt, size_t max_n
   if (S + max_new_tokens > positions)
     throw InputError("the prompt's " + std::to_string(S) + " tokens and " + std::to_string(max_new_tokens) +
                      " new ones make more than the model's " + std::to_string(positions) + " positions");
-  Generation g{batch.input.ids, batch.tokens[0], {}, ""};
-  const std::optional<int64_t> end = tokenizer_find(p.tokenizer, "<|endoftext|>");
+  g_ = {batch.input.ids, batch.tokens[0], {}, ""};
+  trace_ = gpt2_forward(m, batch.input, nullptr, nullptr, &cache_);
+  for (int64_t id : g_.prompt_ids) text_tokens_.push_back(tokenizer_token(p.tokenizer, id));
+  g_.text = byte_level_text(text_tokens_);
+  done_ = max_new_tokens == 0;
+}
+
+void TokenGenerator::step() {
+  if (done_) return;
+  const PretrainedModel& m = p_.model;
   const size_t V = m.config.vocab_size;
-  TorchGenerator gen(o.seed);
-  KeyValueCache cache;
-  Trace t = gpt2_forward(m, batch.input, nullptr, nullptr, &cache);
-  std::vector<std::string> text_tokens;
-  for (int64_t id : g.prompt_ids) text_tokens.push_back(tokenizer_token(p.tokenizer, id));
-  for (size_t n = 0; n < max_new_tokens; ++n) {
-    const Tensor& logits = t.at("logits");
-    const std::vector<double> dist = next_token_distribution(logits.data() + (logits.shape(1) - 1) * V, V, o);
-    const size_t id = o.temperature == 0 ? size_t(std::max_element(dist.begin(), dist.end()) - dist.begin()) : draw(dist, gen);
-    g.tokens.push_back({int64_t(id), token_label(p, int64_t(id)), dist[id], last_row_attention(t, m.layers.size())});
-    text_tokens.push_back(tokenizer_token(p.tokenizer, int64_t(id)));
-    if ((end && int64_t(id) == *end) || n + 1 == max_new_tokens) break;
-    t = gpt2_forward(m, one_token(int64_t(id)), nullptr, nullptr, &cache);
-  }
-  g.text = byte_level_text(text_tokens);
-  return g;
+  const Tensor& logits = trace_.at("logits");
+  const std::vector<double> dist = next_token_distribution(logits.data() + (logits.shape(1) - 1) * V, V, o_);
+  const size_t id = o_.temperature == 0 ? size_t(std::max_element(dist.begin(), dist.end()) - dist.begin()) : draw(dist, gen_);
+  g_.tokens.push_back({int64_t(id), token_label(p_, int64_t(id)), dist[id], last_row_attention(trace_, m.layers.size()),
+                       candidates(p_, dist)});
+  text_tokens_.push_back(tokenizer_token(p_.tokenizer, int64_t(id)));
+  g_.text = byte_level_text(text_tokens_);
+  done_ = (end_ && int64_t(id) == *end_) || g_.tokens.size() == max_new_tokens_;
+  if (!done_) trace_ = gpt2_forward(m, one_token(int64_t(id)), nullptr, nullptr, &cache_);
+}
+
+Generation generate(const Pretrained& p, const std::string& prompt, size_t max_new_tokens, const SamplingOptions& o) {
+  TokenGenerator generator(p, prompt, max_new_tokens, o);
+  while (!generator.done()) generator.step();
+  return generator.generation();
 }
 
 namespace {

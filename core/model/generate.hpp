@@ -4,12 +4,15 @@
 // docs/generate.md gives the definitions.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/base/json.hpp"
 #include "core/base/tensor.hpp"
+#include "core/model/pretrained.hpp"
 #include "core/model/pretrained_files.hpp"
+#include "core/torch/rng.hpp"
 
 namespace attn {
 
@@ -33,7 +36,10 @@ struct GeneratedToken {
   double probability;  // in the distribution it was drawn from (greedy: the plain softmax)
   // Where the position that predicted it looked: per layer [heads, keys] over every earlier token.
   std::vector<Tensor> attention;
+  // The distribution's likeliest tokens (at most candidates_kept, most likely first; ties by id).
+  std::vector<NextToken> candidates;
 };
+inline constexpr size_t candidates_kept = 10;
 struct Generation {
   std::vector<int64_t> prompt_ids;
   std::vector<std::string> prompt_tokens;
@@ -45,6 +51,31 @@ struct Generation {
 // the model's positions, or for a model that is not GPT-2.
 Generation generate(const Pretrained& model, const std::string& prompt, size_t max_new_tokens,
                     const SamplingOptions& options);
+
+// The same one token at a time (the playground draws each as it comes): the constructor runs the prompt
+// (and throws what generate() throws), each step() one position. `model` must outlive it.
+class TokenGenerator {
+ public:
+  TokenGenerator(const Pretrained& model, const std::string& prompt, size_t max_new_tokens, const SamplingOptions& o);
+  // max_new_tokens generated, or <|endoftext|>.
+  bool done() const { return done_; }
+  // The next token (after done(): nothing happens).
+  void step();
+  // What is generated so far; its text is the prompt and the tokens so far, decoded.
+  const Generation& generation() const { return g_; }
+
+ private:
+  const Pretrained& p_;
+  size_t max_new_tokens_;
+  SamplingOptions o_;
+  Generation g_;
+  std::optional<int64_t> end_;
+  TorchGenerator gen_;
+  KeyValueCache cache_;
+  Trace trace_;
+  std::vector<std::string> text_tokens_;
+  bool done_ = false;
+};
 
 // What to generate, as the JS API (and a Python caller) gives it: {"prompt", "max_new_tokens",
 // "temperature", "top_k", "top_p", "seed"}, all but the prompt optional (attn generate's defaults);

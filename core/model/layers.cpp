@@ -5,6 +5,7 @@
 
 #include "core/base/error.hpp"
 #include "core/kernels/kernels.hpp"
+#include "core/torch/torch_math.hpp"
 
 namespace attn {
 
@@ -83,13 +84,23 @@ void activate_backward(Tensor& grad, const Tensor& input, Activation activation)
   }
 }
 
+namespace {
+
+// gelu_new's tanh(√(2/π)·(x + 0.044715·x³)) as transformers' NewGELUActivation computes it in float32
+// (torch.pow(x, 3.0) is x·x·x; torch.tanh is Sleef's).
+float gelu_new_tanh(float v) {
+  const float k = float(std::sqrt(2.0 / M_PI)), cube = v * v * v;
+  return torch_tanhf(k * (v + 0.044715f * cube));
+}
+
+}  // namespace
+
 void activate(Tensor& x, HiddenAct activation, Tensor* tanh) {
   if (activation != HiddenAct::gelu_new) return activate(x, activation == HiddenAct::gelu ? Activation::gelu : Activation::relu);
-  const float k = float(std::sqrt(2.0 / M_PI));
   if (tanh) *tanh = Tensor::from_shape(x.shape());
   for (size_t i = 0; i < x.size(); ++i) {
     float& v = x.data()[i];
-    const float cube = v * v * v, inner = k * (v + 0.044715f * cube), t = std::tanh(inner);
+    const float t = gelu_new_tanh(v);
     if (tanh) tanh->data()[i] = t;
     v = (0.5f * v) * (1.0f + t);
   }
@@ -101,7 +112,7 @@ void activate_backward(Tensor& grad, const Tensor& input, HiddenAct activation, 
     return activate_backward(grad, input, activation == HiddenAct::gelu ? Activation::gelu : Activation::relu);
   const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
   for (size_t i = 0; i < grad.size(); ++i) {
-    const double x = input.data()[i], t = tanh ? double(tanh->data()[i]) : std::tanh(k * (x + c * x * x * x));
+    const double x = input.data()[i], t = tanh ? tanh->data()[i] : gelu_new_tanh(input.data()[i]);
     grad.data()[i] = float(grad.data()[i] * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * c * x * x)));
   }
 }

@@ -1,8 +1,8 @@
-// PyTorch 1.13's float32 exp, sin and cos on x86-64, bit for bit.
+// PyTorch 1.13's float32 exp, sin, cos and tanh on x86-64, bit for bit.
 //
 // Debian's python3-torch runs these ops through its AVX2 Vectorized<float>, which calls the system
-// Sleef 3.5.1: Sleef_expf8_u10, Sleef_sinf8_u10 and Sleef_cosf8_u10, i.e. xexpf, xsinf_u1 and
-// xcosf_u1 of src/libm/sleefsimdsp.c with the double-float helpers of src/libm/df.h, built for AVX2
+// Sleef 3.5.1: Sleef_expf8_u10, Sleef_sinf8_u10, Sleef_cosf8_u10 and Sleef_tanhf8_u10, i.e. xexpf,
+// xsinf_u1, xcosf_u1 and xtanhf of src/libm/sleefsimdsp.c with the double-float helpers of src/libm/df.h, built for AVX2
 // with FMA (helperavx2.h: vmla and vfma are _mm256_fmadd_ps). Each of those fused multiply-adds is
 // an explicit single-rounding fma below, and no other operation may be contracted: this file must
 // be compiled with -ffp-contract=off. Plain IEEE float32 otherwise, so x86-64 and WebAssembly
@@ -177,6 +177,27 @@ float df_mul_to_float(DF x, DF y) { return mla(x.x, y.x, mla(x.y, y.x, x.x * y.y
 DF df_sqr(DF x) {
   const float r = x.x * x.x;
   return {r, mla(x.x + x.x, x.y, mla(x.x, x.x, -r))};
+}
+
+// dfadd_vf2_vf2_vf2 (|x| >= |y|).
+DF df_add(DF x, DF y) {
+  const float r = x.x + y.x;
+  return {r, x.x - r + y.x + x.y + y.y};
+}
+
+DF df_neg(DF x) { return {-x.x, -x.y}; }
+
+// dfrec_vf2_vf2: 1 / d (vfmanp(a, b, c) = c - a·b rounded once).
+DF df_rec(DF d) {
+  const float s = 1.0f / d.x;
+  return {s, s * mla(-d.y, s, mla(-d.x, s, 1.0f))};
+}
+
+// dfdiv_vf2_vf2_vf2: n / d.
+DF df_div(DF n, DF d) {
+  const float t = 1.0f / d.x, s = n.x * t;
+  const float u = mla(t, n.x, -s), v = mla(-d.y, t, mla(-d.x, t, 1.0f));
+  return {s, mla(s, v, mla(n.y, t, u))};
 }
 
 // vmulsign_vf_vf_vf: x with its sign flipped where y is negative.
@@ -432,9 +453,41 @@ void map_torch_vectors(const float* x, float* out, std::size_t n, Lane lane) {
   }
 }
 
+// ---- xtanhf (Sleef_tanhf8_u10) ----
+
+// expk2f: e^d of a double-float d >= -104 as a double-float.
+DF sleef_expk2f(DF d) {
+  const int32_t q = small_int(round_even((d.x + d.y) * kRLn2f));  // vrint_vi2_vf; |q| <= 13 where kept
+  const float qf = float(q);
+  DF s = df_add2(d, qf * -kL2Uf);
+  s = df_add2(s, qf * -kL2Lf);
+  float u = 0.1980960224e-3f;
+  u = mla(u, s.x, 0.1394256484e-2f);
+  u = mla(u, s.x, 0.8333456703e-2f);
+  u = mla(u, s.x, 0.4166637361e-1f);
+  DF t = df_add2(df_mul(s, u), 0.166666659414234244790680580464e+0f);
+  t = df_add2(df_mul(s, t), 0.5f);
+  t = df_add2(s, df_mul(df_sqr(s), t));
+  t = df_add(1.0f, t);
+  return {ldexp2(t.x, q), ldexp2(t.y, q)};
+}
+
+// tanh |x| = (e^|x| − e^−|x|) / (e^|x| + e^−|x|) in double-float; 1 past 8.664339742, the sign of x.
+float sleef_tanhf(float x) {
+  const float y = std::fabs(x);
+  DF d = sleef_expk2f({y, 0.0f});
+  const DF e = df_rec(d);
+  d = df_div(df_add(d, df_neg(e)), df_add(d, e));
+  float t = d.x + d.y;
+  if (y > 8.664339742f || std::isnan(t)) t = 1.0f;
+  return std::isnan(x) ? float_from_bits(0xffffffffu) : mulsign(t, x);  // vor with the NaN lanes' mask
+}
+
 }  // namespace
 
 float torch_expf(float x) { return sleef_expf(x); }
+
+float torch_tanhf(float x) { return sleef_tanhf(x); }
 
 xsimd::batch<float> torch_exp(const xsimd::batch<float>& x) { return sleef_expf(x); }
 

@@ -1,4 +1,4 @@
-// exp, sin and cos exactly as PyTorch 1.13 computes them on float32 tensors on x86-64 (its AVX2
+// exp, sin, cos and tanh exactly as PyTorch 1.13 computes them on float32 tensors on x86-64 (its AVX2
 // Vectorized<float> calls Sleef's u10 functions, which differ from libm in the last bit), so that
 // softmax and the positional-encoding table match PyTorch bit for bit.
 #pragma once
@@ -8,6 +8,9 @@
 namespace attn {
 
 float torch_expf(float x);
+// torch.tanh of a float32 tensor whose vectorized loop covers the element (GELU's tanh form; libm's
+// tanhf differs in the last bit, and differs between glibc and the WebAssembly build's musl).
+float torch_tanhf(float x);
 // torch.sin / torch.cos of a one-element tensor. In a longer tensor an element's last bit can
 // depend on its neighbours (see torch_sin below), so tables must use torch_sin / torch_cos.
 float torch_sinf(float x);

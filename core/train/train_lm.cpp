@@ -176,11 +176,12 @@ std::string korean_characters() {
 
 const std::vector<LmTaskSpec>& lm_tasks() {
   static const std::vector<LmTaskSpec> tasks = [] {
-    std::vector<LmTaskSpec> t(4);
+    std::vector<LmTaskSpec> t(5);
     t[0] = {"induction", induction_letters, 64, 4, 2, 2 * induction_half, 1e-3, 32, 600, 20000, 500, induction_sample};
     t[1] = {"copy", letters + "|", 64, 2, 2, 21, 1e-3, 32, 2000, 10000, 500, copy_sample};
     t[2] = {"reverse", letters + "|", 64, 2, 2, 21, 1e-3, 32, 2000, 10000, 500, reverse_sample};
     t[3] = {"korean", korean_characters(), 64, 2, 2, 32, 3e-3, 32, 1500, 4000, 400, korean_sample};
+    t[4] = {"text", "", 64, 2, 2, 64, 3e-3, 32, 1000, 0, 0, nullptr};
     return t;
   }();
   return tasks;
@@ -206,6 +207,7 @@ PretrainedConfig lm_task_config(const LmTaskSpec& task, size_t vocab_size) {
 }
 
 Datasets lm_task_data(const LmTaskSpec& task, const BytePairTokenizer& tokenizer, uint64_t seed) {
+  if (!task.sample) return {};  // text: --data's only
   TorchGenerator g(seed);
   std::vector<LmLine> train, val;
   for (size_t i = 0; i < task.train_size + task.val_size; ++i)
@@ -261,16 +263,6 @@ void for_batches(size_t n, size_t batch_size, const std::function<void(const std
   }
 }
 
-}  // namespace
-
-namespace {
-
-bool repeated_halves(const std::vector<LabelledItem>& items) {
-  return std::all_of(items.begin(), items.end(), [](const LabelledItem& item) {
-    const auto half = std::ptrdiff_t(item.ids.size() / 2);
-    return item.ids.size() % 2 == 0 && half >= 2 && std::equal(item.ids.begin(), item.ids.begin() + half, item.ids.begin() + half);
-  });
-}
 
 // The items' losses in evaluation mode, `batch_size` at a time, summed over every predicted position and,
 // when `repeated`, over the second halves' predictable targets (positions half + 1 on) of the same logits.
@@ -301,19 +293,22 @@ LmLosses lm_losses(const PretrainedModel& model, const std::vector<LabelledItem>
 
 }  // namespace
 
+bool repeated_halves(const std::vector<LabelledItem>& items) {
+  return std::all_of(items.begin(), items.end(), [](const LabelledItem& item) {
+    const auto half = std::ptrdiff_t(item.ids.size() / 2);
+    return item.ids.size() % 2 == 0 && half >= 2 && std::equal(item.ids.begin(), item.ids.begin() + half, item.ids.begin() + half);
+  });
+}
+
 std::optional<float> repeated_half_loss(const PretrainedModel& model, const std::vector<LabelledItem>& items) {
   if (!repeated_halves(items)) return std::nullopt;
   const LmLosses l = lm_losses(model, items, 64, nullptr, true);
   return float(l.repeated_sum / double(l.repeated_n));
 }
 
-double best_induction_score(const PretrainedModel& model, const std::vector<LabelledItem>& items) {
-  std::vector<size_t> first;
-  for (size_t i = 0; i < std::min<size_t>(items.size(), 32); ++i) first.push_back(i);
-  const PretrainedInput in = lm_batch(items, first);
-  const Trace trace = gpt2_forward(model, in);
+std::vector<double> prefix_matching_scores(const PretrainedModel& model, const Trace& trace, const PretrainedInput& in) {
   const size_t H = model.config.num_heads, S = in.seq;
-  double best = 0;
+  std::vector<double> scores;
   for (size_t layer = 0; layer < model.layers.size(); ++layer) {
     const Tensor& w = trace.at(attention_weights_stage(ModelFamily::gpt2, layer));  // [B, H, S, S]
     for (size_t h = 0; h < H; ++h) {
@@ -322,10 +317,18 @@ double best_induction_score(const PretrainedModel& model, const std::vector<Labe
       for (size_t b = 0; b < in.batch; ++b)
         for (size_t i = in.lengths[b] / 2; i < in.lengths[b]; ++i, ++n)
           sum += w.data()[((b * H + h) * S + i) * S + i - in.lengths[b] / 2 + 1];
-      best = std::max(best, sum / double(n));
+      scores.push_back(sum / double(n));
     }
   }
-  return best;
+  return scores;
+}
+
+double best_induction_score(const PretrainedModel& model, const std::vector<LabelledItem>& items) {
+  std::vector<size_t> first;
+  for (size_t i = 0; i < std::min<size_t>(items.size(), 32); ++i) first.push_back(i);
+  const PretrainedInput in = lm_batch(items, first);
+  const std::vector<double> scores = prefix_matching_scores(model, gpt2_forward(model, in), in);
+  return *std::max_element(scores.begin(), scores.end());
 }
 
 LmTrainer::LmTrainer(PretrainedModel model, std::vector<LabelledItem> train_items, TrainSettings settings,

@@ -51,16 +51,17 @@ PretrainedInput lm_batch(const std::vector<LabelledItem>& items, const std::vect
 //     diagonal L + 1 positions back);
 //   reverse: the same letters, "|", then reversed (an anti-diagonal);
 //   korean: a sentence of the classifier tasks' places (even i) or asked (odd i) generators, its words
-//     joined by spaces, then "\n"; the items are windows of that text (seq_len characters).
+//     joined by spaces, then "\n"; the items are windows of that text (seq_len characters);
+//   text: no items of its own: a character language model of --data's text (its vocabulary built from it).
 struct LmTaskSpec {
   std::string name;
-  std::string characters;  // the vocabulary's characters (character_tokenizer's input)
+  std::string characters;  // the vocabulary's characters (character_tokenizer's input); "": the data's
   size_t n_embd = 64, n_head = 2, n_layer = 2, seq_len = 32;
   double lr = 1e-3;
   size_t batch_size = 32, steps = 1000, train_size = 0, val_size = 0;
-  std::string (*sample)(TorchGenerator& g, size_t index) = nullptr;  // item `index`'s text
+  std::string (*sample)(TorchGenerator& g, size_t index) = nullptr;  // item `index`'s text; null: none
 };
-const std::vector<LmTaskSpec>& lm_tasks();                      // induction, copy, reverse, korean
+const std::vector<LmTaskSpec>& lm_tasks();                      // induction, copy, reverse, korean, text
 const LmTaskSpec* find_lm_task(const std::string& name);        // null: not a language task
 // The task's tokenizer, GPT-2 config (from the task's sizes; dropout 0) and items.
 BytePairTokenizer lm_task_tokenizer(const LmTaskSpec& task);
@@ -69,6 +70,8 @@ Datasets lm_task_data(const LmTaskSpec& task, const BytePairTokenizer& tokenizer
 
 // --- training ---
 
+// Whether every item is a half repeated once (the induction task's form).
+bool repeated_halves(const std::vector<LabelledItem>& items);
 // The loss on the second half's predictable targets of items made of a half repeated (the induction
 // task): positions half + 1 … 2·half − 1, in evaluation mode; null when the items are not of that form.
 std::optional<float> repeated_half_loss(const PretrainedModel& model, const std::vector<LabelledItem>& items);
@@ -77,6 +80,8 @@ std::optional<float> repeated_half_loss(const PretrainedModel& model, const std:
 // half to i − half + 1, the token after the earlier copy of i's token. TransformerLens's detector
 // (attn heads) averages over the first half too, where no head can match, so it stays under 0.5.
 double best_induction_score(const PretrainedModel& model, const std::vector<LabelledItem>& items);
+// That score of every head, [layers, heads] flat, from a forward's trace of such items `in`.
+std::vector<double> prefix_matching_scores(const PretrainedModel& model, const Trace& trace, const PretrainedInput& in);
 
 class LmTrainer : public Training {
  public:

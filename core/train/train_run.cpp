@@ -136,10 +136,13 @@ Json run_identity(const RunData& d, const TrainSettings& s, const TransformerMod
 
 void check_options(const TrainOptions& o) {
   const LmTaskSpec* lm_task = o.task.empty() ? nullptr : find_lm_task(o.task);
-  const bool task_with_text = lm_task && lm_task->name == "korean";  // trains on the task's text and the file's
+  // korean trains on the task's text and the file's; text on the file's only
+  const bool task_with_text = lm_task && (lm_task->name == "korean" || !lm_task->sample);
   if (o.task.empty() && o.data.empty()) throw InputError("give --task NAME or --data FILE (one of them)");
   if (!o.task.empty() && !o.data.empty() && !task_with_text)
-    throw InputError("give --task NAME or --data FILE (one of them; --task korean also takes --data)");
+    throw InputError("give --task NAME or --data FILE (one of them; --task korean and --task text also take --data)");
+  if (lm_task && !lm_task->sample && o.data.empty())
+    throw InputError("--task " + o.task + " trains a character language model of a text: give it with --data FILE");
   if (!o.task.empty() && (!o.val_data.empty() || !o.val_fraction.empty()))
     throw InputError("--task brings its own validation items; --val-data and --val-fraction apply to --data");
   if (!o.task.empty() && !o.model.vocab.empty())
@@ -172,13 +175,14 @@ void check_lm_options(const TrainOptions& o) {
   if (!o.save_merges.empty() && o.save_vocab.empty()) throw InputError("--save-merges goes with --save-vocab (vocab.json)");
 }
 
-std::vector<LmLine> read_lm_lines(const std::string& path) {
-  return path.empty() ? std::vector<LmLine>{} : parse_lm_data(path, read_text_file(path, "data file"));
+std::vector<LmLine> read_lm_lines(const std::string& path, const std::string& inline_text = "") {
+  if (path.empty()) return {};
+  return parse_lm_data(path, inline_text.empty() ? read_text_file(path, "data file") : inline_text);
 }
 
 // The tokenizer of a run without a checkpoint: the task's, --vocab + --merges, or the data's characters.
 BytePairTokenizer lm_tokenizer(const TrainOptions& o, const LmTaskSpec* task, const std::string& text) {
-  if (task) return lm_task_tokenizer(*task);
+  if (task && !task->characters.empty()) return lm_task_tokenizer(*task);
   if (!o.model.vocab.empty()) return BytePairTokenizer::from_files(o.model.vocab, o.model.merges);
   if (text.empty())
     throw InputError(o.data + ": a character vocabulary is built from text, and the data holds ids only: give the "
@@ -215,7 +219,7 @@ void prepare_lm_run(const TrainOptions& o, uint64_t seed, TrainRun& r) {
   check_lm_options(o);
   RunData& d = r.data;
   d.lm_task = o.task.empty() ? nullptr : find_lm_task(o.task);
-  const auto train_lines = read_lm_lines(o.data), val_lines = read_lm_lines(o.val_data);
+  const auto train_lines = read_lm_lines(o.data, o.data_text), val_lines = read_lm_lines(o.val_data);
   TorchGenerator gen(seed);
   std::optional<PretrainedModel> model;
   if (!o.model.model_dir.empty()) {
@@ -262,6 +266,7 @@ TrainRun prepare_train_run(const TrainOptions& o) {
     prepare_lm_run(o, seed, r);
     return r;
   }
+  if (!o.data_text.empty()) throw InputError("a text trains a language model: choose the task text or korean");
   if (!o.seq_len.empty() || !o.save_merges.empty() || !o.save_model_dir.empty())
     throw InputError("--seq-len, --save-merges and --save-model-dir belong to language models (a GPT-2 config, "
                      "--model-dir or a language task)");

@@ -26,6 +26,9 @@ struct TrainOptions {
   std::string log, save_weights, save_config, save_vocab, save_grads, checkpoint, checkpoint_every = "100";
   // Language models (GPT-2): tokens per training window; the merges beside --save-vocab; a checkpoint folder.
   std::string seq_len, save_merges, save_model_dir;
+  // A language model's training text given inline (the playground's pasted text) instead of read from
+  // `data`, which then only names it (its extension says its format).
+  std::string data_text;
 };
 
 // What the run trains on: items, vocabulary, and the model config they imply.

@@ -3,14 +3,15 @@
 //            [--weights W.safetensors [--config C.json] [--vocab V.json] | --model-dir DIR]
 //            [--screenshot out.png --frames N]
 //            [--backend exact|cpu|gl|cuda|auto] [--size WxH] [--trace FILE.json] [--train-steps N]
-//            [--view JSON] [--check-layout] [--lang en|ko]
+//            [--train-log FILE.jsonl] [--view JSON] [--check-layout] [--lang en|ko]
 // --weights/--config/--vocab load a model as `attn encode` does, --model-dir a BERT or GPT-2
 // checkpoint's folder (the UI's "Open model files" fields do the same later). --screenshot renders N frames, writes the last one (glReadPixels) as PNG and exits:
 // for headless checks under Xvfb; it also reports the heap allocations of the last frame's UI, and with
 // --check-idle fails (exit 1) if that frame allocated or computed (an idle frame must do neither; give
 // ImGui 3 frames to settle first: --frames 4 or more); --trace then also writes the trace document of
 // what is shown (the web's attnlab.trace()). --train-steps N builds the Train tab's run from the hash's
-// train.* settings and trains N steps before the first frame. --view selects what is shown as the JS API's
+// train.* settings and trains N steps before the first frame; --train-log writes their records as attn
+// train --log does (JSON Lines, one record a line). --view selects what is shown as the JS API's
 // selectView does ({"model_view": true, "layer": 1, …}; {"tour": 3} opens the guided tour at step 3).
 // The UI speaks --lang's language, else Korean where the locale (LC_ALL, LC_MESSAGES or LANG) is
 // Korean, else English. --check-layout draws every view (each stage, the model view, the Masks,
@@ -158,7 +159,8 @@ int usage(const char* problem) {
   std::fprintf(stderr,
                "%s\nusage: attn-gui [--hash SETTINGS] [--stage NAME] [--tab TAB] [--weights W.safetensors [--config C.json] "
                "[--vocab V.json] | --model-dir DIR] [--backend exact|cpu|gl|cuda|auto] [--size WxH] "
-               "[--screenshot FILE.png --frames N [--check-idle] [--trace FILE.json]] [--train-steps N] [--patch] [--view JSON] "
+               "[--screenshot FILE.png --frames N [--check-idle] [--trace FILE.json]] [--train-steps N [--train-log FILE]] "
+               "[--patch] [--view JSON] "
                "[--check-layout] [--lang en|ko]\n",
                problem);
   return 2;
@@ -174,7 +176,7 @@ attn::ui::Lang locale_language() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string hash, stage, screenshot, trace, tab, view, model_dir, lang, backend = "exact";
+  std::string hash, stage, screenshot, trace, tab, view, model_dir, lang, train_log, backend = "exact";
   bool check_idle = false, check_layout_views = false, patch = false;
   attn::ui::ModelFiles model_files;
   int frames = 3, width = 1280, height = 800, train_steps = 0;
@@ -198,6 +200,7 @@ int main(int argc, char** argv) {
     else if (arg == "--model-dir") model_dir = value();
     else if (arg == "--frames") frames = std::max(1, std::atoi(value().c_str()));
     else if (arg == "--train-steps") train_steps = std::max(0, std::atoi(value().c_str()));
+    else if (arg == "--train-log") train_log = value();
     else if (arg == "--size") {
       if (std::sscanf(value().c_str(), "%dx%d", &width, &height) != 2 || width < 200 || height < 200)
         return usage("--size must be WxH (at least 200x200)");
@@ -258,14 +261,6 @@ int main(int argc, char** argv) {
       else std::printf("attn-gui: backend %s: %s\n", choice.name.c_str(), choice.note.c_str());
     }
     if (!stage.empty()) app.select_stage(stage);
-    if (!view.empty()) {
-      try {
-        app.select_view(attn::Json::parse(view));
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "attn-gui: --view: %s\n", e.what());
-        return 2;
-      }
-    }
     app.select_tab(first_tab);
     if (!model_files.weights.empty() || model_files.pretrained) {
       app.start_loading(model_files);  // the window shows how far it has got
@@ -275,6 +270,14 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "attn-gui: %s\n", app.status().c_str());
           status = 2;
         }
+      }
+    }
+    if (!view.empty()) {  // after the model: a view may use it (the Generate tab's "generate")
+      try {
+        app.select_view(attn::Json::parse(view));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "attn-gui: --view: %s\n", e.what());
+        return 2;
       }
     }
     if (patch || check_layout_views) {  // the Interventions tab's patching, as its Run button starts it
@@ -292,7 +295,9 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "attn-gui: cannot train: %s\n", error.c_str());
         status = 2;
       } else {
-        app.training().run_steps(size_t(train_steps));
+        std::string log;
+        for (const attn::Json& record : app.training().run_steps(size_t(train_steps))) log += record.dump() + "\n";
+        if (!train_log.empty()) write_file(train_log, log.data(), log.size());
       }
     }
     if (check_layout_views && !status) status = check_layout(window, app, playground);

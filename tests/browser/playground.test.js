@@ -162,6 +162,28 @@ async function checkTraining(page) {
   refused = await page.evaluate(() => { try { attnlab.train({ task: 'places', bogus: 1 }); return ''; } catch (e) { return e.message; } });
   check(refused.includes("unknown training setting 'bogus'"), 'unknown training settings throw: ' + refused);
 
+  // A language model (GPT-2): the induction task's log equals attn train's bit for bit; its snapshots
+  // carry every head's detector scores and a greedy sample; a text of one's own trains as --task text.
+  const induction = { task: 'induction', steps: 30, eval_every: 10 };
+  const lmRecords = await page.evaluate((s) => { attnlab.train(s); return attnlab.trainSteps(30); }, induction);
+  const lmCli = cliTrainingLog(['--task', 'induction', '--steps', '30', '--eval-every', '10']);
+  if (lmCli) check(JSON.stringify(lmRecords) === JSON.stringify(lmCli) && lmRecords.length === 33 &&
+                   'induction_score' in lmRecords[32],
+                   `Train tab's language model log equals attn train --log bit for bit (${lmRecords.length} records, induction)`);
+  await frames(page, 3);
+  const lmView = await page.evaluate(() => attnlab.state().view.train);
+  check(lmView.language_model && lmView.samples.length >= 2 && lmView.samples.every((x) => x.sample.length === lmView.sample_expected.length) &&
+        JSON.stringify(Object.keys(lmView.head_scores).sort()) === '["duplicate_token","induction","prefix_matching","previous_token"]',
+        `the language model's replay: ${lmView.samples.length} samples continuing "${lmView.sample_prompt}", four head scores`);
+  const text = 'the cat sat on the mat\nthe dog sat on the log\n';
+  const textFile = path.join(require('os').tmpdir(), `attn_browser_text_${process.pid}.txt`);
+  fs.writeFileSync(textFile, text);
+  const textRecords = await page.evaluate((t) => { attnlab.train({ task: 'text', text: t, steps: 3, seq_len: 8 }); return attnlab.trainSteps(3); }, text);
+  const textCli = cliTrainingLog(['--task', 'text', '--data', textFile, '--steps', '3', '--seq-len', '8']);
+  fs.rmSync(textFile);
+  if (textCli) check(JSON.stringify(textRecords) === JSON.stringify(textCli) && textRecords.length === 3,
+                     'a pasted text trains as attn train --task text --data FILE.txt does, bit for bit');
+
   // The buttons: Reset, Play (frames keep coming while it trains), Pause.
   await page.evaluate(() => attnlab.train({ task: 'duplicate' }));
   await clickTrainButton(page, 'reset');
@@ -787,6 +809,20 @@ function closeToFixture(trace, fx) {
           JSON.stringify(generated.generated.map((t) => t.id)) === JSON.stringify(cliGenerated.generated.map((t) => t.id)) &&
           gap <= 1e-6)), `attnlab.generate: ${JSON.stringify(generated.text)}` +
           (cliGenerated ? `, attn generate's tokens and text, probabilities and attention within ${gap.toExponential(1)}` : ''));
+    // The Generate tab with the same settings: attn generate's tokens, a token a frame, each one's attention drawn.
+    const shownGenerate = await page.evaluate(async (s) => {
+      attnlab.selectView({ tab: 'generate', generate: s });
+      for (let i = 0; i < 100 && attnlab.state().view.generate.running; i++) await new Promise((r) => requestAnimationFrame(r));
+      await new Promise((r) => requestAnimationFrame(r));
+      return attnlab.state().view.generate;
+    }, settings);
+    check(shownGenerate.done && shownGenerate.heatmap.rows === 4 && shownGenerate.heatmap.cols > 0 &&
+          (!cliGenerated || (shownGenerate.text === cliGenerated.text &&
+           JSON.stringify(shownGenerate.ids) === JSON.stringify(cliGenerated.generated.map((t) => t.id)))),
+          `the Generate tab: ${JSON.stringify(shownGenerate.text)}, attn generate's tokens; the last one's attention ` +
+          `[${shownGenerate.heatmap.rows} heads x ${shownGenerate.heatmap.cols} tokens]`);
+    if (outDir) fs.writeFileSync(path.join(outDir, 'playground_generate.png'), await page.screenshot());
+    await page.evaluate(() => attnlab.selectView({ tab: 'stage' }));
     const badGenerate = await page.evaluate(() => { try { attnlab.generate({ prompt: 'x', top_p: 2 }); return ''; } catch (e) { return e.message; } });
     check(/--top-p must be in/.test(badGenerate), 'attnlab.generate refuses bad settings: ' + badGenerate);
     const pickle = await page.evaluate(() => {

@@ -1,7 +1,7 @@
-"""torch_math.json: torch.exp, torch.sin and torch.cos on float32, bit for bit.
+"""torch_math.json: torch.exp, torch.sin, torch.cos and torch.tanh on float32, bit for bit.
 
-PyTorch 1.13 (AVX2) computes them with Sleef's expf8_u10 / sinf8_u10 / cosf8_u10 on vectors of 8
-elements. All floats are stored as uint32 bit patterns.
+PyTorch 1.13 (AVX2) computes them with Sleef's expf8_u10 / sinf8_u10 / cosf8_u10 / tanhf8_u10 on
+vectors of 8 elements. All floats are stored as uint32 bit patterns.
   exp:        x and torch.exp(x) over one tensor (exp has no dependence between elements).
   sincos:     x, torch.sin(x), torch.cos(x) for each x alone: Sleef picks the argument reduction
               for sin/cos once per vector of 8, so each x gets a row of its own in an [n, 8]
@@ -88,6 +88,18 @@ def _mixed_inputs(g):
     return torch.where(torch.rand(n, generator=g) < 0.1, large, small)
 
 
+def _tanh_inputs(g):
+    """A multiple of 16 elements: PyTorch's vectorized loop then runs Sleef's tanhf8_u10 on all of them
+    (a tail would go through std::tanh)."""
+    sweep = torch.linspace(-10, 10, 4001)
+    rand = torch.rand(2000, generator=g) * 20 - 10
+    near_zero = (torch.rand(1000, generator=g) * 2 - 1) * 10.0 ** -torch.randint(0, 12, (1000,), generator=g).float()
+    edges = _f32(_neighbours([8.664339742, -8.664339742, 0.5, 1e-4])
+                 + [0.0, -0.0, 1e-30, 1e-40, -1e-40, 88.0, -88.0, 200.0, 3.4e38, math.inf, -math.inf, math.nan])
+    x = torch.cat([sweep, rand, near_zero, edges])
+    return torch.cat([x, torch.zeros((-x.numel()) % 16)])
+
+
 def _positional(g):
     cases = []
     for d_model in D_MODELS:
@@ -120,4 +132,6 @@ def generate(out_dir: pathlib.Path) -> None:
     x = _mixed_inputs(g)
     doc["mixed"] = {"x": _bits(x), "sin": _bits(torch.sin(x)), "cos": _bits(torch.cos(x))}
     doc["positional"] = _positional(g)
+    x = _tanh_inputs(g)
+    doc["tanh"] = {"x": _bits(x), "y": _bits(torch.tanh(x))}
     (out_dir / "torch_math.json").write_text(json.dumps(doc, separators=(",", ":")) + "\n")
