@@ -23,6 +23,7 @@
 #include "core/io/safetensors.hpp"
 #include "core/batch/batch.hpp"
 #include "core/train/train.hpp"
+#include "core/model/generate.hpp"
 #include "core/train/train_lm.hpp"
 #include "core/model/patching.hpp"
 #include "core/model/tutorial.hpp"
@@ -404,9 +405,47 @@ void bench_patch(Context& c) {
   }
 }
 
+// attn generate's loop on a GPT-2-small-shaped model of random weights: a 20-token prompt, then 32 new
+// tokens, greedy, each new one a single position through the model with every layer's keys and values
+// cached (TokenGenerator). PyTorch's peer runs the same loop on its own cache, as transformers'
+// generate(use_cache=True) does.
+void bench_generate(Context& c) {
+  struct Size {
+    size_t layers, heads, d, vocab, prompt, new_tokens;
+  };
+  const Size z = c.options.quick ? Size{2, 4, 64, 1000, 8, 4} : Size{12, 12, 768, 50257, 20, 32};
+  std::vector<std::string> tokens;  // a vocabulary to decode with: "t0", "t1", …
+  for (size_t i = 0; i < z.vocab; ++i) tokens.push_back("t" + std::to_string(i));
+  const Pretrained p{random_gpt2(z.layers, z.heads, z.d, z.vocab, 1024), BytePairTokenizer(std::move(tokens), {})};
+  std::mt19937 draw(2);
+  std::vector<int64_t> prompt(z.prompt);
+  for (int64_t& id : prompt) id = int64_t(draw() % z.vocab);
+  std::vector<int64_t> generated;
+  const Timing t = measure(
+      [&] {
+        TokenGenerator g(p, prompt, z.new_tokens, SamplingOptions{0.0, 0, 1.0, 0});
+        while (!g.done()) g.step();
+        generated.clear();
+        for (const GeneratedToken& token : g.generation().tokens) generated.push_back(token.id);
+      },
+      c.budget);
+  // Each position: the layers' products (24 d² + 4 · context · d) and, for the prompt's every position
+  // and each new one, the logits (2 d V).
+  const double d = double(z.d);
+  double flops = 0;
+  for (size_t position = 0; position + 1 < z.prompt + z.new_tokens; ++position)
+    flops += double(z.layers) * (24 * d * d + 4 * double(position + 1) * d) + 2 * d * double(z.vocab);
+  batch::Fnv1a ids;
+  ids.update(generated.data(), generated.size() * sizeof(int64_t));
+  c.report("generate", {{"layers", z.layers}, {"heads", z.heads}, {"d_model", z.d}, {"vocab", z.vocab},
+                        {"prompt", z.prompt}, {"new_tokens", z.new_tokens}},
+           t, flops, {{"tokens_per_s", double(z.new_tokens) / median(t.seconds)}, {"ids_fnv1a64", ids.hex()}});
+}
+
 const std::vector<std::pair<std::string, void (*)(Context&)>> all_cases = {
     {"tutorial", bench_tutorial}, {"sdpa", bench_sdpa},   {"mha", bench_mha},    {"encoder", bench_encoder},
-    {"gemm", bench_gemm},         {"train", bench_train}, {"patch", bench_patch},  {"train-lm", bench_train_lm}};
+    {"gemm", bench_gemm},         {"train", bench_train}, {"patch", bench_patch},  {"train-lm", bench_train_lm},
+    {"generate", bench_generate}};
 
 // ---------------------------------------------------------------------------------------------
 // PyTorch side by side
@@ -488,7 +527,7 @@ std::string format_row(const Json& r) {
 }  // namespace
 
 void add_bench_options(CLI::App& cmd, BenchOptions& o) {
-  cmd.add_option("cases", o.cases, "tutorial, sdpa, mha, encoder, gemm, train, patch, train-lm (default: all)");
+  cmd.add_option("cases", o.cases, "tutorial, sdpa, mha, encoder, gemm, train, patch, train-lm, generate (default: all)");
   cmd.add_option("--threads", o.threads, "threads (default: the number of cores)");
   cmd.add_option("--isa", o.isa, "force the kernels' instruction set: avx512, avx2, sse4.2");
   cmd.add_option("--backend", o.backend, "compute backend of the sdpa, mha and encoder cases (cpu, gl, cuda, auto)");

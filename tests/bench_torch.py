@@ -309,8 +309,58 @@ def bench_patch(args):
     return [result("patch", params, samples, extra, flops, runs=runs)]
 
 
+def bench_generate(args):
+    """attn generate's loop as transformers' generate(use_cache=True) runs GPT-2, at its best: the prompt
+    once, then each new token one position through the model (tests/torchgen's GPT2LMHeadModel's modules,
+    transformers' eager math) with every layer's keys and values cached, the logits of the last position
+    only; greedy; GPT-2-small-shaped random weights (N(0, 0.02), LayerNorms 1 and 0), 20 prompt tokens,
+    32 new ones."""
+    P = torchgen("pretrained")
+    layers, heads, d, vocab, prompt_len, new = (2, 4, 64, 1000, 8, 4) if args.quick else (12, 12, 768, 50257, 20, 32)
+    config = dict(P.GPT2_CONFIG, n_embd=d, n_head=heads, n_layer=layers, n_positions=1024, vocab_size=vocab)
+    model = P.GPT2LMHeadModel(config).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if ".ln_" not in name and "ln_f" not in name:
+                p.normal_(0.0, 0.02)
+    tr, dk = model.transformer, d // heads
+    prompt = torch.randint(0, vocab, (1, prompt_len))
+
+    def forward(ids, past, start):
+        h = tr.wte(ids) + tr.wpe(torch.arange(start, start + ids.size(1)))
+        for i, block in enumerate(tr.h):
+            a = block.attn
+            q, k, v = a.c_attn(block.ln_1(h)).split(d, dim=2)
+            q, k, v = a._split_heads(q), a._split_heads(k), a._split_heads(v)
+            if past[i] is not None:
+                k, v = torch.cat([past[i][0], k], dim=-2), torch.cat([past[i][1], v], dim=-2)
+            past[i] = (k, v)
+            w = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(dk)
+            if ids.size(1) > 1:
+                n = ids.size(1)
+                w = w.masked_fill(~torch.tril(torch.ones(n, n, dtype=torch.bool)), torch.finfo(w.dtype).min)
+            o = torch.matmul(torch.softmax(w, dim=-1), v).permute(0, 2, 1, 3).reshape(1, -1, d)
+            h = h + a.c_proj(o)
+            h = h + block.mlp(block.ln_2(h), "")
+        return torch.nn.functional.linear(tr.ln_f(h[:, -1:]), tr.wte.weight)
+
+    def run():
+        past = [None] * layers
+        logits = forward(prompt, past, 0)
+        for n in range(new):
+            token = logits[0, -1].argmax()
+            if n + 1 < new:
+                logits = forward(token.view(1, 1), past, prompt_len + n)
+    with torch.inference_mode():
+        samples, extra = measure(run, args.budget)
+    flops = sum(layers * (24 * d * d + 4 * (position + 1) * d) + 2 * d * vocab for position in range(prompt_len + new - 1))
+    params = {"layers": layers, "heads": heads, "d_model": d, "vocab": vocab, "prompt": prompt_len, "new_tokens": new}
+    return [result("generate", params, samples, extra, flops, tokens_per_s=new / statistics.median(samples))]
+
+
 CASES = {"tutorial": bench_tutorial, "sdpa": bench_sdpa, "mha": bench_mha, "encoder": bench_encoder,
-         "gemm": bench_gemm, "train": bench_train, "patch": bench_patch, "train-lm": bench_train_lm}
+         "gemm": bench_gemm, "train": bench_train, "patch": bench_patch, "train-lm": bench_train_lm,
+         "generate": bench_generate}
 
 
 def blas_description():

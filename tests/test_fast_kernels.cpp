@@ -68,7 +68,8 @@ Gemm gemm_of(const Product& p, const std::vector<float>& a, const std::vector<fl
 const Product products[] = {
     {1, 1, 1, false, false, false},   {3, 17, 5, true, false, true},       {17, 3, 300, false, true, false},
     {33, 65, 17, true, true, true},   {100, 1000, 3, false, false, false}, {257, 31, 513, true, false, true},
-    {64, 64, 64, false, true, false}, {1000, 20, 64, true, false, false},  {13, 70, 600, false, true, true}};
+    {64, 64, 64, false, true, false}, {1000, 20, 64, true, false, false},  {13, 70, 600, false, true, true},
+    {1, 77, 1100, true, false, false}, {1, 64, 80, true, true, false}};
 
 // A's storage: [m, k] or, transposed, [k, m], with the leading dimension gemm_of gives it.
 size_t a_size(const Product& p) { return (p.m + 3) * (p.k + 3); }
@@ -163,6 +164,39 @@ TEST_CASE("a row of a product has the same bits in a tiny product and in a large
             CHECK(std::equal(one.begin() + i * n, one.begin() + (i + 1) * n, many.begin() + i * n));
           }
         }
+  }
+  set_kernel_isa(best);
+}
+
+// A single row times an nn.Linear weight (B[n, k]ᵀ, generation's one position) is computed without
+// packing B: the same bits as the row in a product of many rows, both roundings, with and without C,
+// bias and ReLU, k deeper than a slice and not a multiple of the lanes, n not a multiple of a panel.
+TEST_CASE("a row times a weight has the bits of the row in a large product", "[fast_kernels]") {
+  const std::string best = kernel_isa();
+  for (const std::string& isa : isas()) {
+    set_kernel_isa(isa);
+    for (size_t k : {80, 1100})
+      for (size_t n : {64, 77})
+        for (Rounding rounding : {Rounding::exact, Rounding::fused})
+          for (bool accumulate : {false, true}) {
+            INFO(isa << " k " << k << " n " << n << " exact " << (rounding == Rounding::exact) << " accumulate " << accumulate);
+            const size_t m = 40;
+            REQUIRE_FALSE(small_product(1, n, k));
+            const auto a = random_floats(m * k, 41), b = random_floats(n * k, 42), c0 = random_floats(m * n, 43);
+            const auto bias = random_floats(n, 44);
+            std::vector<float> many = c0, one = c0;
+            Gemm g;
+            g.m = m, g.n = n, g.k = k, g.a = a.data(), g.lda = k, g.b = b.data(), g.ldb = k, g.b_transposed = true;
+            g.c = many.data(), g.ldc = n, g.accumulate = accumulate, g.rounding = rounding;
+            g.bias = accumulate ? nullptr : bias.data(), g.relu = !accumulate;
+            gemm(g);
+            for (size_t i = 0; i < m; i += 13) {
+              Gemm row = g;
+              row.m = 1, row.a = a.data() + i * k, row.c = one.data() + i * n;
+              gemm(row);
+              CHECK(std::equal(one.begin() + i * n, one.begin() + (i + 1) * n, many.begin() + i * n));
+            }
+          }
   }
   set_kernel_isa(best);
 }

@@ -47,6 +47,37 @@ float* scratch(AlignedFloats<Arch>& buffer, size_t size) {
   return buffer.data();
 }
 
+// t[0 … L) transposed in registers (L = the batch's lanes): xsimd's transpose, except AVX-512's float one,
+// which xsimd does element by element through memory: 64 shuffles here.
+template <class Arch>
+inline void transpose_square(xsimd::batch<float, Arch>* t) {
+  xsimd::transpose(t, t + xsimd::batch<float, Arch>::size);
+}
+#ifdef __AVX512F__
+inline void transpose_square(xsimd::batch<float, xsimd::avx512f>* r) {
+  __m512 t[16], u[16], v[16];
+  for (int i = 0; i < 8; ++i) {  // pairs of rows interleaved
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {  // 4×4 blocks transposed within each 128-bit lane
+    u[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int i = 0; i < 2; ++i)  // then the lanes: two rounds of 128-bit shuffles
+    for (int j = 0; j < 4; ++j) {
+      v[8 * i + j] = _mm512_shuffle_f32x4(u[8 * i + j], u[8 * i + 4 + j], 0x88);
+      v[8 * i + 4 + j] = _mm512_shuffle_f32x4(u[8 * i + j], u[8 * i + 4 + j], 0xDD);
+    }
+  for (int j = 0; j < 8; ++j) {
+    r[j] = _mm512_shuffle_f32x4(v[j], v[8 + j], 0x88);
+    r[8 + j] = _mm512_shuffle_f32x4(v[j], v[8 + j], 0xDD);
+  }
+}
+#endif
+
 template <class Arch, size_t MR>
 struct Kernels {
   using batch = xsimd::batch<float, Arch>;
@@ -126,7 +157,7 @@ struct Kernels {
       for (size_t c0 = 0; c0 < NR; c0 += L) {
         batch t[L];
         for (size_t r = 0; r < L; ++r) t[r] = batch::load_unaligned(b + (c0 + r) * ldb + kk0);
-        xsimd::transpose(t, t + L);
+        transpose_square(t);
         for (size_t j = 0; j < L; ++j) t[j].store_unaligned(dst + (kk0 + j) * NR + c0);
       }
     for (size_t c = 0; c < cols; ++c)
@@ -328,6 +359,63 @@ struct Kernels {
     for (; i < g.m; ++i) small_rows<Fused, 1>(g, i, bt, np, tail, e);
   }
 
+  // One row of C = a · op(B) with op(B) = B[n, k]ᵀ (an nn.Linear weight) read where it is, without
+  // packing: a single row uses each weight once, so packing would copy all of it for that one use
+  // (generation runs one position at a time). L×L blocks of B are transposed in registers; each sum is
+  // made as the blocked product makes it (KC slices; exact: one running sum, fused: each slice's sum
+  // added to C), so the bits do not depend on the path. Columns are split across the pool.
+  template <bool Fused>
+  static void row_times_bt(const Gemm& g, ThreadPool* pool) {
+    const size_t panels = ceil_div(g.n, NR), parts = std::min(panels, pool ? pool->size() : size_t(1));
+    run(pool, parts, [&](size_t part) {
+      for (size_t q = part * panels / parts; q < (part + 1) * panels / parts; ++q) row_times_bt_panel<Fused>(g, q * NR);
+    });
+  }
+
+  static constexpr size_t prefetch_ahead = 64;  // floats (256 bytes) ahead in each of the rows read at once
+
+  // Columns j … j + NR − 1 (fewer at the end) of row_times_bt's product.
+  template <bool Fused>
+  static void row_times_bt_panel(const Gemm& g, size_t j) {
+    const size_t cols = std::min(NR, g.n - j);
+    alignas(64) float partial[NR] = {}, bias[NR] = {}, column[NR] = {};
+    float* out = cols == NR ? g.c + j : partial;
+    if (cols < NR && g.accumulate) std::copy_n(g.c + j, cols, partial);
+    if (g.bias) std::copy_n(g.bias + j, cols, bias);
+    const Epilogue e{g.bias ? bias : nullptr, g.relu};
+    for (size_t pc = 0; pc < g.k; pc += KC) {
+      const size_t end = std::min(g.k, pc + KC);
+      const bool load_c = g.accumulate || pc > 0, c_first = load_c && !Fused;
+      batch acc[2] = {c_first ? batch::load_unaligned(out) : batch(0.0f), c_first ? batch::load_unaligned(out + L) : batch(0.0f)};
+      const auto add = [&](batch& sum, float a, const batch& b) {
+        sum = Fused ? xsimd::fma(batch(a), b, sum) : sum + batch(a) * b;
+      };
+      size_t kk = pc;
+      for (; cols == NR && kk + L <= end; kk += L)
+        for (size_t h = 0; h < 2; ++h) {  // each half's columns: their own running sums, k in order
+          batch t[L];
+          for (size_t r = 0; r < L; ++r) {
+            const float* row = g.b + (j + h * L + r) * g.ldb + kk;
+            __builtin_prefetch(row + prefetch_ahead);  // NR rows at once: more streams than prefetchers follow
+            t[r] = batch::load_unaligned(row);
+          }
+          transpose_square(t);
+          for (size_t r = 0; r < L; ++r) add(acc[h], g.a[kk + r], t[r]);
+        }
+      for (; kk < end; ++kk) {  // the rest of the slice, and partial panels: a column gathered
+        for (size_t c = 0; c < cols; ++c) column[c] = g.b[(j + c) * g.ldb + kk];
+        add(acc[0], g.a[kk], batch::load_aligned(column));
+        add(acc[1], g.a[kk], batch::load_aligned(column + L));
+      }
+      for (size_t h = 0; h < 2; ++h) {
+        if (load_c && Fused) acc[h] += batch::load_unaligned(out + h * L);
+        if (end == g.k) acc[h] = finish(acc[h], batch::load_aligned(bias + h * L), e);
+        acc[h].store_unaligned(out + h * L);
+      }
+    }
+    if (cols < NR) std::copy_n(partial, cols, g.c + j);
+  }
+
   // count < L floats, without a call to memmove (which costs tiny products more than the copy).
   static void copy_partial(const float* from, size_t count, float* to) {
 #pragma GCC unroll 16
@@ -415,6 +503,8 @@ struct Kernels {
     }
     const bool fused = g.rounding == Rounding::fused;
     if (small_product(g.m, g.n, g.k)) return fused ? gemm_small<true>(g) : gemm_small<false>(g);
+    if (g.m == 1 && g.b_transposed && !g.b_packed && !g.a_transposed)
+      return fused ? row_times_bt<true>(g, pool) : row_times_bt<false>(g, pool);
     if (fused)
       gemm_blocked<true>(g, pool);
     else

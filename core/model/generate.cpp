@@ -115,20 +115,39 @@ std::vector<NextToken> candidates(const Pretrained& p, const std::vector<double>
 
 }  // namespace
 
+namespace {
+
+// The prompt's ids through the checkpoint's tokenizer.
+std::vector<int64_t> prompt_ids(const Pretrained& p, const std::string& prompt) {
+  if (p.model.config.family != ModelFamily::gpt2) throw InputError("generation needs a GPT-2 checkpoint (this one is BERT)");
+  if (prompt.empty()) throw InputError("the prompt is empty: give the text to continue");
+  return tokenize_pretrained(p, {prompt}).input.ids;
+}
+
+}  // namespace
+
 TokenGenerator::TokenGenerator(const Pretrained& p, const std::string& prompt, size_t max_new_tokens,
+                               const SamplingOptions& o)
+    : TokenGenerator(p, prompt_ids(p, prompt), max_new_tokens, o) {}
+
+TokenGenerator::TokenGenerator(const Pretrained& p, std::vector<int64_t> ids, size_t max_new_tokens,
                                const SamplingOptions& o)
     : p_(p), max_new_tokens_(max_new_tokens), o_(o), end_(tokenizer_find(p.tokenizer, "<|endoftext|>")), gen_(o.seed) {
   const PretrainedModel& m = p.model;
   if (m.config.family != ModelFamily::gpt2) throw InputError("generation needs a GPT-2 checkpoint (this one is BERT)");
   check_sampling(o);
-  if (prompt.empty()) throw InputError("the prompt is empty: give the text to continue");
-  PretrainedBatch batch = tokenize_pretrained(p, {prompt});
-  const size_t S = batch.input.seq, positions = m.config.max_positions;
+  if (ids.empty()) throw InputError("the prompt is empty: give the text to continue");
+  for (int64_t id : ids)
+    if (id < 0 || size_t(id) >= m.config.vocab_size)
+      throw InputError("prompt id " + std::to_string(id) + " is outside the model's " + std::to_string(m.config.vocab_size) +
+                       " tokens");
+  const size_t S = ids.size(), positions = m.config.max_positions;
   if (S + max_new_tokens > positions)
     throw InputError("the prompt's " + std::to_string(S) + " tokens and " + std::to_string(max_new_tokens) +
                      " new ones make more than the model's " + std::to_string(positions) + " positions");
-  g_ = {batch.input.ids, batch.tokens[0], {}, ""};
-  trace_ = gpt2_forward(m, batch.input, nullptr, nullptr, &cache_);
+  g_.prompt_ids = std::move(ids);
+  for (int64_t id : g_.prompt_ids) g_.prompt_tokens.push_back(token_label(p, id));
+  trace_ = gpt2_forward(m, {g_.prompt_ids, {}, {S}, 1, S}, nullptr, nullptr, &cache_);
   for (int64_t id : g_.prompt_ids) text_tokens_.push_back(tokenizer_token(p.tokenizer, id));
   g_.text = byte_level_text(text_tokens_);
   done_ = max_new_tokens == 0;

@@ -57,6 +57,8 @@ Generation generate(const Pretrained& model, const std::string& prompt, size_t m
 class TokenGenerator {
  public:
   TokenGenerator(const Pretrained& model, const std::string& prompt, size_t max_new_tokens, const SamplingOptions& o);
+  // The same from the prompt's ids (each within the model's vocabulary, else InputError).
+  TokenGenerator(const Pretrained& model, std::vector<int64_t> prompt_ids, size_t max_new_tokens, const SamplingOptions& o);
   // max_new_tokens generated, or <|endoftext|>.
   bool done() const { return done_; }
   // The next token (after done(): nothing happens).
