@@ -56,4 +56,4 @@ attn_cli_case(train_lm_diverges 2 "the loss became .* at step" train --config "$
 attn_cli_case(train_lm_text 0 "trained 2 steps" train --config "${lm_config}" --data "${data}/lm_text.txt" --steps 2)
 attn_cli_case(train_lm_memory 2 "a training step of 100000000000 windows of 8 tokens needs about .* GiB, more than" train --config "${lm_config}" --data "${data}/lm_text.txt" --batch-size 100000000000)
 attn_cli_case(train_lm_text_without_data 2 "--task text trains a character language model of a text: give it with --data FILE" train --task text)
-attn_cli_case(train_lm_task_text 0 "trained 3 steps" train --task text --data "${data}/lm_text.txt" --steps 3 --seq-len 8)
+attn_cli_case(train_lm_task_text 0 "trained 3 steps.*validation loss" train --task text --data "${data}/lm_text.txt" --steps 3 --seq-len 8 --val-fraction 0.25)

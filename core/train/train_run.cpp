@@ -143,7 +143,8 @@ void check_options(const TrainOptions& o) {
     throw InputError("give --task NAME or --data FILE (one of them; --task korean and --task text also take --data)");
   if (lm_task && !lm_task->sample && o.data.empty())
     throw InputError("--task " + o.task + " trains a character language model of a text: give it with --data FILE");
-  if (!o.task.empty() && (!o.val_data.empty() || !o.val_fraction.empty()))
+  const bool data_only = lm_task && !lm_task->sample;  // text: its items are --data's
+  if (!o.task.empty() && !data_only && (!o.val_data.empty() || !o.val_fraction.empty()))
     throw InputError("--task brings its own validation items; --val-data and --val-fraction apply to --data");
   if (!o.task.empty() && !o.model.vocab.empty())
     throw InputError("--task brings its own vocabulary; --vocab applies to --data");
