@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/base/error.hpp"
+#include "core/model/tutorial.hpp"
 #include "ui/strings.hpp"
 #include "ui/tour.hpp"
 #include "ui/widgets.hpp"
@@ -182,6 +183,9 @@ App::App(Playground& playground, Platform& platform) : playground_(playground), 
   style.WindowRounding = 0;
   style.FrameRounding = 3;
   if (!playground_.config().training.empty()) pending_tab_ = int(Tab::train);  // a link to a training run
+  std::string text;  // the text task's first text, to edit: the first tutorial's sentences, a line each
+  for (const std::string& sentence : tutorial_sentences()) text += sentence + "\n";
+  std::copy_n(text.begin(), std::min(text.size(), train_text_.size() - 1), train_text_.begin());
   const std::vector<std::string> names = platform_.backend_names();
   if (!names.empty()) {
     backend_names_.push_back("exact");

@@ -514,8 +514,8 @@ void App::draw_train_samples(size_t shown) {
 
 // Every head's detector score at the snapshot shown, [layers, heads], on the fixed range [0, 1].
 void App::draw_head_scores(const Snapshot& snap, float w) {
-  static const Str titles[head_score_kinds] = {Str::detector_previous_token, Str::detector_duplicate_token,
-                                               Str::detector_induction, Str::detector_prefix_matching};
+  static const Str titles[head_score_kinds] = {Str::score_previous_token, Str::score_duplicate_token, Str::score_induction,
+                                               Str::score_prefix_matching};
   if (snap.head_scores[size_t(train_score_kind_)].size() == 0) train_score_kind_ = 0;
   ImGui::SetNextItemWidth(w);
   if (ImGui::BeginCombo("##score kind", tr(titles[train_score_kind_]))) {
@@ -523,6 +523,7 @@ void App::draw_head_scores(const Snapshot& snap, float w) {
       if (snap.head_scores[size_t(k)].size() && ImGui::Selectable(tr(titles[k]), k == train_score_kind_)) train_score_kind_ = k;
     ImGui::EndCombo();
   }
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(Str::head_scores_tip));
   const Tensor& scores = snap.head_scores[size_t(train_score_kind_)];
   refresh(train_scores_, {snap.id, &scores, 0, 0}, scores, ColorMap::sequential, true);
   draw_heatmap(train_scores_, &train_layer_labels_, &train_head_labels_, w, ImGui::GetContentRegionAvail().y, "train scores");
