@@ -1083,9 +1083,7 @@ Json App::view_json() const {
   if (training_.language_model()) {
     Json samples = Json::array(), scores = Json::object();
     for (const auto& snap : train_view_.snapshots) samples.push_back({{"step", snap->step}, {"sample", snap->sample}});
-    const auto& snapshots = train_view_.snapshots;
-    const Snapshot* shown = replay_index_ >= 0 && size_t(replay_index_) < snapshots.size() ? snapshots[size_t(replay_index_)].get()
-                                                                                           : train_view_.live.get();
+    const Snapshot* shown = shown_snapshot();
     for (size_t k = 0; shown && k < head_score_kinds; ++k)
       if (const Tensor& t = shown->head_scores[k]; t.size()) {
         Json rows = Json::array();

@@ -228,6 +228,8 @@ class App {
   void draw_train_attention(float width);
   void refresh_train_cache();
   void draw_train_text(Json& settings);
+  // The replay's snapshot shown (replay_index_), or the live one.
+  const Snapshot* shown_snapshot() const;
   void draw_train_samples(size_t shown);
   void draw_head_scores(const Snapshot& snap, float w);
   void show_trained_model(Tab tab);

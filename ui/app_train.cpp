@@ -235,10 +235,9 @@ void App::refresh_train_cache() {
     if (e.repeated_loss) repeated_loss_points_.push_back(ImVec2(float(e.step), *e.repeated_loss));
     if (e.induction_score) induction_points_.push_back(ImVec2(float(e.step), float(*e.induction_score)));
   }
-  if (train_samples_.size() != train_view_.snapshots.size()) {  // the samples' lines, once each
-    train_samples_.clear();
-    for (const auto& snap : train_view_.snapshots)
-      train_samples_.push_back(format(Str::sample_at, snap->step, training_.sample_prompt().c_str(), snap->sample.c_str()));
+  for (size_t i = train_samples_.size(); i < train_view_.snapshots.size(); ++i) {  // the new samples' lines
+    const Snapshot& snap = *train_view_.snapshots[i];
+    train_samples_.push_back(format(Str::sample_at, snap.step, training_.sample_prompt().c_str(), snap.sample.c_str()));
   }
 }
 
@@ -445,7 +444,7 @@ void App::draw_train_attention(float width) {
   std::snprintf(label, sizeof label, tr(replay < int(snapshots.size()) ? Str::replay_step : Str::replay_live), shown_step);
   if (ImGui::SliderInt(tr(Str::replay), &replay, 0, int(snapshots.size()), label))
     replay_index_ = replay >= int(snapshots.size()) ? -1 : replay;
-  const Snapshot& snap = replay < int(snapshots.size()) ? *snapshots[size_t(replay)] : *train_view_.live;
+  const Snapshot& snap = *shown_snapshot();
   if (item >= snap.weights.size()) return;
   const bool language = training_.language_model();
   if (language) {
@@ -497,6 +496,12 @@ void App::draw_train_attention(float width) {
   if (!language) ImGui::SameLine();  // a language model's row has one button more: on a line of its own
   draw_ablated_accuracy();
   ImGui::EndGroup();
+}
+
+const Snapshot* App::shown_snapshot() const {
+  const auto& snapshots = train_view_.snapshots;
+  return replay_index_ >= 0 && size_t(replay_index_) < snapshots.size() ? snapshots[size_t(replay_index_)].get()
+                                                                         : train_view_.live.get();
 }
 
 // A language model's samples: the replay's up to the one shown (the last few), the one shown last.

@@ -117,9 +117,8 @@ std::vector<NextToken> candidates(const Pretrained& p, const std::vector<double>
 
 namespace {
 
-// The prompt's ids through the checkpoint's tokenizer.
+// The prompt's ids through the checkpoint's tokenizer (the model is checked with them).
 std::vector<int64_t> prompt_ids(const Pretrained& p, const std::string& prompt) {
-  if (p.model.config.family != ModelFamily::gpt2) throw InputError("generation needs a GPT-2 checkpoint (this one is BERT)");
   if (prompt.empty()) throw InputError("the prompt is empty: give the text to continue");
   return tokenize_pretrained(p, {prompt}).input.ids;
 }

@@ -136,14 +136,13 @@ Json run_identity(const RunData& d, const TrainSettings& s, const TransformerMod
 
 void check_options(const TrainOptions& o) {
   const LmTaskSpec* lm_task = o.task.empty() ? nullptr : find_lm_task(o.task);
-  // korean trains on the task's text and the file's; text on the file's only
-  const bool task_with_text = lm_task && (lm_task->name == "korean" || !lm_task->sample);
+  const bool data_only = lm_task && !lm_task->sample;  // text: its items are --data's
+  const bool task_with_text = data_only || (lm_task && lm_task->name == "korean");  // the task's text and the file's
   if (o.task.empty() && o.data.empty()) throw InputError("give --task NAME or --data FILE (one of them)");
   if (!o.task.empty() && !o.data.empty() && !task_with_text)
     throw InputError("give --task NAME or --data FILE (one of them; --task korean and --task text also take --data)");
-  if (lm_task && !lm_task->sample && o.data.empty())
+  if (data_only && o.data.empty())
     throw InputError("--task " + o.task + " trains a character language model of a text: give it with --data FILE");
-  const bool data_only = lm_task && !lm_task->sample;  // text: its items are --data's
   if (!o.task.empty() && !data_only && (!o.val_data.empty() || !o.val_fraction.empty()))
     throw InputError("--task brings its own validation items; --val-data and --val-fraction apply to --data");
   if (!o.task.empty() && !o.model.vocab.empty())
