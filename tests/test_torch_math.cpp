@@ -78,12 +78,13 @@ std::map<uint32_t, uint32_t> exp_table() {
   return table;
 }
 
-// torch_exp on a batch whose lanes are the fixture inputs x[index[0]], x[index[1]], ...
-void check_exp_batch(const std::vector<float>& x, const json& y, const std::vector<size_t>& index) {
+// f (torch_exp or torch_tanh) on a batch whose lanes are the fixture inputs x[index[0]], x[index[1]], ...
+template <class F>
+void check_batch(F f, const std::vector<float>& x, const json& y, const std::vector<size_t>& index) {
   alignas(Batch::arch_type::alignment()) float lanes[Batch::size];
   for (size_t l = 0; l < Batch::size; ++l) lanes[l] = x[index[l]];
   alignas(Batch::arch_type::alignment()) float out[Batch::size];
-  attn::torch_exp(Batch::load_aligned(lanes)).store_aligned(out);
+  f(Batch::load_aligned(lanes)).store_aligned(out);
   for (size_t l = 0; l < Batch::size; ++l) {
     INFO("lane " << l << " x = " << test::describe_bits(bits_of(lanes[l])));
     REQUIRE(test::describe_bits(bits_of(out[l])) == test::describe_bits(y[index[l]].get<uint32_t>()));
@@ -105,6 +106,23 @@ TEST_CASE("torch_tanhf matches torch.tanh bit for bit", "[torch_math]") {
   check_bits(x, map_scalar(x, attn::torch_tanhf), t.at("y"));
 }
 
+TEST_CASE("torch_tanh on batches matches torch.tanh in every lane", "[torch_math]") {
+  const auto& t = fixture().at("tanh");
+  const auto x = floats(t.at("x"));
+  const auto& y = t.at("y");
+  const size_t n = x.size(), spread = n / Batch::size;
+  for (size_t i = 0; i < n; i += Batch::size) {  // neighbours (the NaNs and edges lie together)
+    std::vector<size_t> index;
+    for (size_t l = 0; l < Batch::size; ++l) index.push_back((i + l) % n);
+    check_batch(attn::torch_tanh, x, y, index);
+  }
+  for (size_t i = 0; i < spread; ++i) {  // values from across the whole range in one batch
+    std::vector<size_t> index;
+    for (size_t l = 0; l < Batch::size; ++l) index.push_back(i + l * spread);
+    check_batch(attn::torch_tanh, x, y, index);
+  }
+}
+
 TEST_CASE("torch_exp on batches matches torch.exp in every lane", "[torch_math]") {
   const auto& e = fixture().at("exp");
   const auto x = floats(e.at("x"));
@@ -114,14 +132,14 @@ TEST_CASE("torch_exp on batches matches torch.exp in every lane", "[torch_math]"
     for (size_t i = 0; i < n; i += Batch::size) {
       std::vector<size_t> index;
       for (size_t l = 0; l < Batch::size; ++l) index.push_back((i + l) % n);
-      check_exp_batch(x, y, index);
+      check_batch(attn::torch_exp, x, y, index);
     }
   }
   SECTION("inputs from across the whole range in one batch") {
     for (size_t i = 0; i < spread; ++i) {
       std::vector<size_t> index;
       for (size_t l = 0; l < Batch::size; ++l) index.push_back(i + l * spread);
-      check_exp_batch(x, y, index);
+      check_batch(attn::torch_exp, x, y, index);
     }
   }
   SECTION("underflow, signed zeros, a denormal result and overflow side by side") {

@@ -224,6 +224,31 @@ void masked_fill(float* x, const uint8_t* keep, size_t n, float value) {
   for (size_t i = 0; i < n; ++i) x[i] = keep[i] ? x[i] : value;
 }
 
+namespace {
+
+batch gelu_new_tanh(batch v) {
+  const batch k(float(std::sqrt(2.0 / M_PI))), cube = v * v * v;
+  return torch_tanh(k * (v + batch(0.044715f) * cube));
+}
+
+}  // namespace
+
+// Through a buffer of one vector: the tail then sees the same arithmetic, and the copies cost little
+// beside the tanh.
+void gelu_new(float* x, float* tanh, size_t n) {
+  for (size_t i = 0; i < n; i += lanes) {
+    const size_t m = std::min(lanes, n - i);
+    alignas(64) float v[lanes] = {}, t[lanes];
+    std::copy_n(x + i, m, v);
+    const batch in = batch::load_aligned(v), th = gelu_new_tanh(in);
+    (batch(0.5f) * in * (batch(1.0f) + th)).store_aligned(v);
+    std::copy_n(v, m, x + i);
+    if (!tanh) continue;
+    th.store_aligned(t);
+    std::copy_n(t, m, tanh + i);
+  }
+}
+
 // exp runs over the whole block at once: it is elementwise, so how rows share vectors changes no bit,
 // and short rows (the tutorial's 4 keys) pay the vector overhead once instead of per row.
 void softmax_rows(float* x, size_t rows, size_t n) {

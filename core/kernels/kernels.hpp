@@ -47,6 +47,9 @@ void softmax_rows(float* x, size_t rows, size_t n);
 // Softmax's backward (_softmax_backward_data) over each row, in place on grad: (grad − Σ grad·out) · out,
 // the sum in the order of softmax's own sum. `out` is softmax's result.
 void softmax_backward_rows(const float* out, float* grad, size_t rows, size_t n);
+// transformers' NewGELUActivation in float32, in place: x ← ½x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) with
+// x³ as x·x·x (torch.pow) and torch.tanh's bits; tanh[i] (when given) keeps the tanh for the backward.
+void gelu_new(float* x, float* tanh, size_t n);
 // Tensor.sum(0) of a contiguous [rows, n] matrix (a Linear bias's gradient), in PyTorch's order.
 void column_sums(const float* x, size_t rows, size_t n, float* out);
 

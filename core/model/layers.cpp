@@ -98,12 +98,7 @@ float gelu_new_tanh(float v) {
 void activate(Tensor& x, HiddenAct activation, Tensor* tanh) {
   if (activation != HiddenAct::gelu_new) return activate(x, activation == HiddenAct::gelu ? Activation::gelu : Activation::relu);
   if (tanh) *tanh = Tensor::from_shape(x.shape());
-  for (size_t i = 0; i < x.size(); ++i) {
-    float& v = x.data()[i];
-    const float t = gelu_new_tanh(v);
-    if (tanh) tanh->data()[i] = t;
-    v = (0.5f * v) * (1.0f + t);
-  }
+  gelu_new(x.data(), tanh ? tanh->data() : nullptr, x.size());
 }
 
 // gelu_new: with t = tanh(k·(x + c·x³)), y' = ½(1 + t) + ½·x·(1 − t²)·k·(1 + 3c·x²).

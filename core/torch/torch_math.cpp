@@ -58,6 +58,14 @@ float round_even(float x) { return std::nearbyint(x); }
 
 Batch round_even(const Batch& x) { return xsimd::nearbyint(x); }
 
+float abs(float x) { return std::fabs(x); }
+
+Batch abs(const Batch& x) { return xsimd::abs(x); }
+
+bool is_nan(float x) { return std::isnan(x); }
+
+xsimd::batch_bool<float> is_nan(const Batch& x) { return xsimd::isnan(x); }
+
 // An integral float in [-200, 200] as int32 (std::fmax maps NaN to the low end, so the conversion
 // is always defined).
 int32_t small_int(float x) {
@@ -67,6 +75,10 @@ int32_t small_int(float x) {
 IntBatch small_int(const Batch& x) {
   return xsimd::batch_cast<int32_t>(xsimd::clip(x, Batch(-200.0f), Batch(200.0f)));
 }
+
+float to_float(int32_t q) { return float(q); }
+
+Batch to_float(const IntBatch& q) { return xsimd::batch_cast<float>(q); }
 
 // vpow2i_vf_vi2: 2^q written straight into the exponent field; -126 <= q <= 127.
 float pow2i(int32_t q) { return float_from_bits(static_cast<uint32_t>(q + 0x7f) << 23); }
@@ -106,67 +118,79 @@ V sleef_expf(const V& d) {
 
 // ---- Double-float arithmetic (df.h with ENABLE_FMA_SP): a value as the unevaluated sum x + y ----
 
-struct DF {
-  float x, y;
+template <class V>
+struct DoubleFloat {
+  V x, y;
 };
+using DF = DoubleFloat<float>;
 
 // dfadd_vf2_vf_vf (|x| >= |y|).
-DF df_add(float x, float y) {
-  const float r = x + y;
+template <class V>
+DoubleFloat<V> df_add(V x, V y) {
+  const V r = x + y;
   return {r, x - r + y};
 }
 
 // dfadd_vf2_vf_vf2 (|x| >= |y|).
-DF df_add(float x, DF y) {
-  const float r = x + y.x;
+template <class V>
+DoubleFloat<V> df_add(V x, DoubleFloat<V> y) {
+  const V r = x + y.x;
   return {r, x - r + y.x + y.y};
 }
 
 // dfadd_vf2_vf2_vf (|x| >= |y|).
-DF df_add(DF x, float y) {
-  const float r = x.x + y;
+template <class V>
+DoubleFloat<V> df_add(DoubleFloat<V> x, V y) {
+  const V r = x.x + y;
   return {r, x.x - r + y + x.y};
 }
 
 // dfadd2_vf2_vf_vf: exact for any magnitudes (Knuth's two-sum).
-DF df_add2(float x, float y) {
-  const float r = x + y, v = r - x;
+template <class V>
+DoubleFloat<V> df_add2(V x, V y) {
+  const V r = x + y, v = r - x;
   return {r, (x - (r - v)) + (y - v)};
 }
 
 // dfadd2_vf2_vf2_vf.
-DF df_add2(DF x, float y) {
-  const float r = x.x + y, v = r - x.x;
+template <class V>
+DoubleFloat<V> df_add2(DoubleFloat<V> x, V y) {
+  const V r = x.x + y, v = r - x.x;
   return {r, (x.x - (r - v)) + (y - v) + x.y};
 }
 
 // dfadd2_vf2_vf2_vf2.
-DF df_add2(DF x, DF y) {
-  const float r = x.x + y.x, v = r - x.x;
+template <class V>
+DoubleFloat<V> df_add2(DoubleFloat<V> x, DoubleFloat<V> y) {
+  const V r = x.x + y.x, v = r - x.x;
   return {r, (x.x - (r - v)) + (y.x - v) + (x.y + y.y)};
 }
 
 // dfnormalize_vf2_vf2.
-DF df_normalize(DF t) {
-  const float s = t.x + t.y;
+template <class V>
+DoubleFloat<V> df_normalize(DoubleFloat<V> t) {
+  const V s = t.x + t.y;
   return {s, t.x - s + t.y};
 }
 
 // dfmul_vf2_vf_vf: the product exactly, its rounding error recovered by an FMA.
-DF df_mul(float x, float y) {
-  const float r = x * y;
+template <class V>
+DoubleFloat<V> df_mul(V x, V y) {
+  const V r = x * y;
   return {r, mla(x, y, -r)};
 }
 
 // dfmul_vf2_vf2_vf.
-DF df_mul(DF x, float y) {
-  const float r = x.x * y;
+template <class V>
+DoubleFloat<V> df_mul(DoubleFloat<V> x, V y) {
+  const V r = x.x * y;
   return {r, mla(x.y, y, mla(x.x, y, -r))};
 }
 
 // dfmul_vf2_vf2_vf2.
-DF df_mul(DF x, DF y) {
-  const float r = x.x * y.x;
+template <class V>
+DoubleFloat<V> df_mul(DoubleFloat<V> x, DoubleFloat<V> y) {
+  const V r = x.x * y.x;
   return {r, mla(x.x, y.y, mla(x.y, y.x, mla(x.x, y.x, -r)))};
 }
 
@@ -174,34 +198,43 @@ DF df_mul(DF x, DF y) {
 float df_mul_to_float(DF x, DF y) { return mla(x.x, y.x, mla(x.y, y.x, x.x * y.y)); }
 
 // dfsqu_vf2_vf2.
-DF df_sqr(DF x) {
-  const float r = x.x * x.x;
+template <class V>
+DoubleFloat<V> df_sqr(DoubleFloat<V> x) {
+  const V r = x.x * x.x;
   return {r, mla(x.x + x.x, x.y, mla(x.x, x.x, -r))};
 }
 
 // dfadd_vf2_vf2_vf2 (|x| >= |y|).
-DF df_add(DF x, DF y) {
-  const float r = x.x + y.x;
+template <class V>
+DoubleFloat<V> df_add(DoubleFloat<V> x, DoubleFloat<V> y) {
+  const V r = x.x + y.x;
   return {r, x.x - r + y.x + x.y + y.y};
 }
 
-DF df_neg(DF x) { return {-x.x, -x.y}; }
+template <class V>
+DoubleFloat<V> df_neg(DoubleFloat<V> x) {
+  return {-x.x, -x.y};
+}
 
 // dfrec_vf2_vf2: 1 / d (vfmanp(a, b, c) = c - a·b rounded once).
-DF df_rec(DF d) {
-  const float s = 1.0f / d.x;
-  return {s, s * mla(-d.y, s, mla(-d.x, s, 1.0f))};
+template <class V>
+DoubleFloat<V> df_rec(DoubleFloat<V> d) {
+  const V s = V(1.0f) / d.x;
+  return {s, s * mla(-d.y, s, mla(-d.x, s, V(1.0f)))};
 }
 
 // dfdiv_vf2_vf2_vf2: n / d.
-DF df_div(DF n, DF d) {
-  const float t = 1.0f / d.x, s = n.x * t;
-  const float u = mla(t, n.x, -s), v = mla(-d.y, t, mla(-d.x, t, 1.0f));
+template <class V>
+DoubleFloat<V> df_div(DoubleFloat<V> n, DoubleFloat<V> d) {
+  const V t = V(1.0f) / d.x, s = n.x * t;
+  const V u = mla(t, n.x, -s), v = mla(-d.y, t, mla(-d.x, t, V(1.0f)));
   return {s, mla(s, v, mla(n.y, t, u))};
 }
 
 // vmulsign_vf_vf_vf: x with its sign flipped where y is negative.
 float mulsign(float x, float y) { return std::signbit(y) ? -x : x; }
+
+Batch mulsign(const Batch& x, const Batch& y) { return x ^ xsimd::bitofsign(y); }
 
 // ---- Argument reduction ----
 
@@ -342,11 +375,11 @@ Reduced rempif(float a) {
   DF x = df_mul(a, t[0]);
   QuarterSplit di = rempisubf(x.x);
   int32_t q = di.quarters;
-  x = df_normalize({di.rest, x.y});
+  x = df_normalize(DF{di.rest, x.y});
   x = df_add2(x, df_mul(a, t[1]));
   di = rempisubf(x.x);
   q += di.quarters;
-  x = df_normalize({di.rest, x.y});
+  x = df_normalize(DF{di.rest, x.y});
   x = df_normalize(df_add2(x, df_mul(DF{t[2], t[3]}, a)));
   x = df_mul(x, DF{3.1415927410125732422f * 2, -8.7422776573475857731e-08f * 2});
   if (std::fabs(a) < 0.7f) x = {a, 0.0f};
@@ -456,31 +489,33 @@ void map_torch_vectors(const float* x, float* out, std::size_t n, Lane lane) {
 // ---- xtanhf (Sleef_tanhf8_u10) ----
 
 // expk2f: e^d of a double-float d >= -104 as a double-float.
-DF sleef_expk2f(DF d) {
-  const int32_t q = small_int(round_even((d.x + d.y) * kRLn2f));  // vrint_vi2_vf; |q| <= 13 where kept
-  const float qf = float(q);
-  DF s = df_add2(d, qf * -kL2Uf);
-  s = df_add2(s, qf * -kL2Lf);
-  float u = 0.1980960224e-3f;
-  u = mla(u, s.x, 0.1394256484e-2f);
-  u = mla(u, s.x, 0.8333456703e-2f);
-  u = mla(u, s.x, 0.4166637361e-1f);
-  DF t = df_add2(df_mul(s, u), 0.166666659414234244790680580464e+0f);
-  t = df_add2(df_mul(s, t), 0.5f);
+template <class V>
+DoubleFloat<V> sleef_expk2f(DoubleFloat<V> d) {
+  const auto q = small_int(round_even((d.x + d.y) * V(kRLn2f)));  // vrint_vi2_vf; |q| <= 13 where kept
+  const V qf = to_float(q);
+  DoubleFloat<V> s = df_add2(d, qf * V(-kL2Uf));
+  s = df_add2(s, qf * V(-kL2Lf));
+  V u = V(0.1980960224e-3f);
+  u = mla(u, s.x, V(0.1394256484e-2f));
+  u = mla(u, s.x, V(0.8333456703e-2f));
+  u = mla(u, s.x, V(0.4166637361e-1f));
+  DoubleFloat<V> t = df_add2(df_mul(s, u), V(0.166666659414234244790680580464e+0f));
+  t = df_add2(df_mul(s, t), V(0.5f));
   t = df_add2(s, df_mul(df_sqr(s), t));
-  t = df_add(1.0f, t);
+  t = df_add(V(1.0f), t);
   return {ldexp2(t.x, q), ldexp2(t.y, q)};
 }
 
 // tanh |x| = (e^|x| − e^−|x|) / (e^|x| + e^−|x|) in double-float; 1 past 8.664339742, the sign of x.
-float sleef_tanhf(float x) {
-  const float y = std::fabs(x);
-  DF d = sleef_expk2f({y, 0.0f});
-  const DF e = df_rec(d);
+template <class V>
+V sleef_tanhf(const V& x) {
+  const V y = abs(x);
+  DoubleFloat<V> d = sleef_expk2f(DoubleFloat<V>{y, V(0.0f)});
+  const DoubleFloat<V> e = df_rec(d);
   d = df_div(df_add(d, df_neg(e)), df_add(d, e));
-  float t = d.x + d.y;
-  if (y > 8.664339742f || std::isnan(t)) t = 1.0f;
-  return std::isnan(x) ? float_from_bits(0xffffffffu) : mulsign(t, x);  // vor with the NaN lanes' mask
+  V t = d.x + d.y;
+  t = select((V(8.664339742f) < y) | is_nan(t), V(1.0f), t);
+  return select(is_nan(x), V(float_from_bits(0xffffffffu)), mulsign(t, x));  // vor with the NaN lanes' mask
 }
 
 }  // namespace
@@ -488,6 +523,8 @@ float sleef_tanhf(float x) {
 float torch_expf(float x) { return sleef_expf(x); }
 
 float torch_tanhf(float x) { return sleef_tanhf(x); }
+
+xsimd::batch<float> torch_tanh(const xsimd::batch<float>& x) { return sleef_tanhf(x); }
 
 xsimd::batch<float> torch_exp(const xsimd::batch<float>& x) { return sleef_expf(x); }
 

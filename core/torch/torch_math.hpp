@@ -15,8 +15,9 @@ float torch_tanhf(float x);
 // depend on its neighbours (see torch_sin below), so tables must use torch_sin / torch_cos.
 float torch_sinf(float x);
 float torch_cosf(float x);
-// torch_expf on every lane.
+// torch_expf and torch_tanhf on every lane.
 xsimd::batch<float> torch_exp(const xsimd::batch<float>& x);
+xsimd::batch<float> torch_tanh(const xsimd::batch<float>& x);
 
 // torch.sin / torch.cos of a contiguous float32 tensor of n elements (out may equal x). Sleef
 // chooses its argument reduction once per vector of 8 elements, counted from the tensor's first
