@@ -5,8 +5,10 @@
 //   attn train      the classifier trained on a task or labelled data, as PyTorch trains it
 //   attn heads      every head scored as a previous-token, duplicate-token or induction head
 //   attn patch      activation patching from a clean into a corrupted input
+//   attn generate   a GPT-2 checkpoint continues a prompt, token by token
+//   attn diff       two traces compared stage by stage (or a trace against PyTorch's .npy tensors)
 //   attn bench      the kernels and the model timed, side by side with PyTorch
-// Exit status: 0 success, 2 bad usage or input (with a message naming the problem), 3 attn batch
+// Exit status: 0 success, 1 attn diff found a difference beyond its tolerance, 2 bad usage or input (with a message naming the problem), 3 attn batch
 // computed every good item but some items were bad, 130 attn train interrupted (after its checkpoint).
 #include <malloc.h>
 
@@ -34,6 +36,7 @@ int main(int argc, char** argv) {
   attn::cli::HeadsOptions heads;
   attn::cli::PatchOptionsCli patch;
   attn::cli::GenerateOptions generate;
+  attn::cli::DiffOptions diff;
   attn::cli::BenchOptions bench;
   attn::cli::add_tutorial_command(app, tutorial);
   attn::cli::add_encode_command(app, encode);
@@ -43,11 +46,12 @@ int main(int argc, char** argv) {
   attn::cli::add_heads_command(app, heads);
   attn::cli::add_patch_command(app, patch);
   attn::cli::add_generate_command(app, generate);
+  attn::cli::add_diff_command(app, diff);
   attn::cli::add_bench_command(app, bench);
   try {
     app.parse(argc, argv);
     if (app.get_subcommands().empty())
-      throw attn::InputError("a subcommand is required (tutorial, encode, batch, merge, train, heads, patch, generate, bench); see 'attn --help'");
+      throw attn::InputError("a subcommand is required (tutorial, encode, batch, merge, train, heads, patch, generate, diff, bench); see 'attn --help'");
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
@@ -62,5 +66,7 @@ int main(int argc, char** argv) {
     std::cerr << "attn: out of memory: the requested sizes do not fit\n";
     return 2;
   }
-  return batch.exit_status ? batch.exit_status : train.exit_status;
+  for (int status : {batch.exit_status, train.exit_status, diff.exit_status})
+    if (status) return status;
+  return 0;
 }

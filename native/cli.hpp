@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/base/parse.hpp"
+#include "core/model/trace.hpp"
 #include "core/torch/rng.hpp"
 
 namespace attn::cli {
@@ -18,6 +19,14 @@ struct SentenceOptions {
   std::vector<std::string> resolve(const std::vector<std::string>& fallback) const;
 };
 void add_sentence_options(CLI::App& cmd, SentenceOptions& o, const std::string& default_note);
+
+// --plot STAGE --svg FILE [--plot-index I,J]: one slice of a stage as an SVG figure (core/plot/svg.hpp),
+// the file written whole or not at all; `tokens` label the sequence axes.
+struct PlotOptions {
+  std::string stage, index, svg;
+};
+void add_plot_options(CLI::App& cmd, PlotOptions& o);
+void save_plot(const PlotOptions& o, const Trace& trace, const std::vector<std::vector<std::string>>& tokens);
 
 // Writes `text` to stdout and fails loudly if it could not be written (a closed pipe, a full disk).
 void print(const std::string& text);

@@ -14,6 +14,7 @@ struct TutorialOptions {
   std::string seed = "0", d_model = "6", max_len = "100", mask = "padding", part = "1";
   std::string ablate, ablation = "zero";  // its single head (core/model/interventions.hpp)
   SentenceOptions sentences;
+  PlotOptions plot;
   bool json = false;
 };
 void add_tutorial_command(CLI::App& app, TutorialOptions& o);
@@ -31,6 +32,7 @@ struct EncodeOptions {
   std::string top_k = "10", temperature = "1";   // GPT-2's next-token list
   std::string ablate, ablate_mlp, ablation = "zero", mean_data;  // interventions (core/model/interventions.hpp)
   bool logit_lens = false;                                         // core/model/logit_lens.hpp
+  PlotOptions plot;
   std::vector<std::string> ids;
   SentenceOptions sentences;
   bool json = false;
@@ -76,6 +78,13 @@ struct TrainOptions : train::TrainOptions {  // core/train/train_run.hpp
   int exit_status = 0;                       // 130 when interrupted (after its checkpoint)
 };
 void add_train_command(CLI::App& app, TrainOptions& o);
+
+struct DiffOptions {
+  std::string a, b, rtol = "1e-05", atol = "1e-08";
+  bool json = false;
+  int exit_status = 0;  // 1 when a stage is beyond the tolerance or its shapes differ
+};
+void add_diff_command(CLI::App& app, DiffOptions& o);
 
 struct MergeOptions {
   std::vector<std::string> inputs;

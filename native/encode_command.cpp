@@ -279,6 +279,7 @@ void run_pretrained(const EncodeOptions& o, const PretrainedFiles& files) {
   if (p.model.config.family == ModelFamily::gpt2)
     for (size_t row = 0; row < batch.input.batch; ++row) next.push_back(next_tokens(p, trace, batch.input, row, k, temperature));
   if (!o.save_npy.empty()) save_npy_dir(o.save_npy, trace);
+  save_plot(o.plot, trace, batch.tokens);
   const auto token = [&](int64_t id) { return token_label(p, id); };
   std::optional<LogitLens> lens;
   if (o.logit_lens) lens = logit_lens(p.model, trace, k);
@@ -331,6 +332,7 @@ void run(const EncodeOptions& o) {
   if (o.logit_lens) lens = logit_lens(model, trace);
   if (!o.save_weights.empty()) write_safetensors(o.save_weights, state_dict(model));
   if (!o.save_npy.empty()) save_npy_dir(o.save_npy, trace);
+  save_plot(o.plot, trace, in.tokens);
   if (!o.json) return print(ablation_text(ablation) + text_report(model, in, trace, train) + (lens ? lens_text(*lens, class_label) : ""));
   Json doc = {{"config", config_to_json(model.config)},
               {"mode", train ? "train" : "eval"},
@@ -361,6 +363,7 @@ void add_encode_command(CLI::App& app, EncodeOptions& o) {
   cmd->add_option("--temperature", o.temperature, "GPT-2: the next-token list's softmax(logits / T) (default 1)");
   cmd->add_option("--save-weights", o.save_weights, "write the model's state_dict as safetensors");
   cmd->add_option("--save-npy", o.save_npy, "write every stage as FOLDER/<stage>.npy");
+  add_plot_options(*cmd, o.plot);
   cmd->add_option("--ablate", o.ablate, "ablate attention heads LAYER.HEAD[,LAYER.HEAD...]: their output z "
                                         "(before the output projection) replaced (docs/interventions.md)");
   cmd->add_option("--ablate-mlp", o.ablate_mlp, "ablate feed-forward blocks LAYER[,LAYER...]: their output replaced");

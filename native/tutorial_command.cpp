@@ -20,7 +20,8 @@ TutorialConfig tutorial_config(const TutorialOptions& o) {
 
 // The second tutorial's script fixes its own sizes and inputs: only --seed (and --json) apply.
 void run_part2(const TutorialOptions& o, const CLI::App& cmd) {
-  for (const char* flag : {"--d-model", "--max-len", "--sentence", "--sentences-file", "--mask", "--ablate", "--ablation"})
+  for (const char* flag : {"--d-model", "--max-len", "--sentence", "--sentences-file", "--mask", "--ablate", "--ablation",
+                           "--plot", "--plot-index", "--svg"})
     if (cmd.count(flag) > 0)
       throw InputError(std::string(flag) + " applies to the first tutorial only; --part 2 runs the second "
                                            "tutorial's script as written (only --seed and --json apply)");
@@ -52,6 +53,7 @@ void run(const TutorialOptions& o, const CLI::App& cmd) {
   const TutorialConfig config = tutorial_config(o);
   const Ablation ablation = ablation_of(o, config);
   const TutorialRun result = ablated_run(config, ablation);
+  save_plot(o.plot, result.trace, result.batch.tokens);
   if (!o.json) return print(ablation_text(ablation) + tutorial_walkthrough(result));
   Json doc = tutorial_json(result);
   if (!ablation.empty()) doc["ablation"] = ablation_json(ablation);
@@ -76,6 +78,7 @@ void add_tutorial_command(CLI::App& app, TutorialOptions& o) {
                                             "the real tokens of the sentences)")
       ->capture_default_str();
   cmd->add_flag("--json", o.json, "print the trace as one JSON document instead of the walkthrough");
+  add_plot_options(*cmd, o.plot);
   cmd->callback([&o, cmd] { run(o, *cmd); });
 }
 

@@ -203,3 +203,23 @@ attn_cli_case(generate_temperature 2 "--temperature must be 0 \\(greedy\\) or po
 attn_cli_case(generate_top_p 2 "--top-p must be in \\(0, 1\\]" ${gen} --prompt "the" --top-p 1.5)
 attn_cli_case(generate_top_k 2 "--top-k expects an integer >= 0" ${gen} --prompt "the" --top-k -2)
 attn_cli_case(generate_seed 2 "--seed" ${gen} --prompt "the" --seed x)
+
+# Comparing traces (docs/compare.md): attn diff of the tutorial against PyTorch's stages saved as .npy
+# (diff_check.py), two small documents, and the bad inputs.
+add_test(NAME cli.diff COMMAND /usr/bin/python3 "${CMAKE_CURRENT_SOURCE_DIR}/diff_check.py" $<TARGET_FILE:attn>)
+set(traces "${CMAKE_CURRENT_SOURCE_DIR}/data")
+attn_cli_case(diff_beyond 1 "x  beyond  \\[2, 2\\]  max \\|Δ\\| 0.5  max rel 0.143  max ULPs 2097152  1 beyond; worst at 2: A 3, B 3.5\ny  only_in_a  \\[1\\]\nz  only_in_b  \\[1\\]\n1 stages compared .*the first to differ is x; NOT within"
+              diff "${traces}/trace_a.json" "${traces}/trace_b.json")
+attn_cli_case(diff_within 0 "x  within .*; within the tolerance" diff "${traces}/trace_a.json" "${traces}/trace_b.json" --atol 0.5)
+attn_cli_case(diff_same 0 "2 stages compared \\(rtol 1e-05, atol 1e-08\\): all bit-identical; within the tolerance"
+              diff "${traces}/trace_a.json" "${traces}/trace_a.json")
+attn_cli_case(diff_missing 2 "cannot read trace document '/nonexistent.json'" diff /nonexistent.json "${traces}/trace_a.json")
+attn_cli_case(diff_not_trace 2 "vocab.json': not a trace document" diff "${traces}/vocab.json" "${traces}/trace_a.json")
+attn_cli_case(diff_bad_shape 2 "stage 'x': \"shape\" \\[3\\] holds 3 values, \"data\" 2" diff "${traces}/trace_bad_shape.json" "${traces}/trace_a.json")
+attn_cli_case(diff_no_npy 2 "holds no .npy file" diff "${traces}/trace_a.json" "${traces}")
+attn_cli_case(diff_bad_npy 2 "bad_big_endian.npy': dtype '>f4' is not supported" diff "${traces}/trace_a.json" "${CMAKE_CURRENT_SOURCE_DIR}/fixtures/safetensors")
+attn_cli_case(diff_no_common 2 "have no stage name in common" diff "${traces}/trace_a.json" "${CMAKE_CURRENT_SOURCE_DIR}/fixtures/safetensors/vector_f4.npy")
+attn_cli_case(diff_rtol 2 "--rtol -1: must be 0 or more" diff "${traces}/trace_a.json" "${traces}/trace_a.json" --rtol -1)
+attn_cli_case(diff_one_side 2 "b is required" diff "${traces}/trace_a.json")
+# Figures: attn encode --plot STAGE --svg FILE read back by an XML parser (svg_check.py).
+add_test(NAME cli.svg COMMAND /usr/bin/python3 "${CMAKE_CURRENT_SOURCE_DIR}/svg_check.py" $<TARGET_FILE:attn>)

@@ -234,10 +234,10 @@ TEST_CASE("write_safetensors replaces a file whole and leaves nothing behind on 
   CHECK(attn::read_safetensors(path).size() == 1);  // the earlier file is intact
 }
 
-TEST_CASE("npy files numpy wrote read as float32 and write_npy writes the same bytes as numpy",
+TEST_CASE("npy files numpy wrote (floats, ints, bools) read as float32 and write_npy writes the same bytes as numpy",
           "[safetensors][npy]") {
   const auto files = attn::test::load_fixture("safetensors/expected.json").at("npy");
-  REQUIRE(files.size() == 7);
+  REQUIRE(files.size() == 11);
   const TempDir dir;
   for (const auto& [file, expected] : files.items()) {
     CAPTURE(file);

@@ -10,6 +10,7 @@
 
 #include "core/base/error.hpp"
 #include "core/model/tutorial.hpp"
+#include "core/plot/svg.hpp"
 #include "ui/strings.hpp"
 #include "ui/tour.hpp"
 #include "ui/widgets.hpp"
@@ -61,12 +62,6 @@ bool input_size(const char* label, size_t& value, int min_value = 0) {
 }
 
 float luminance(const Rgba& c) { return (0.299f * c[0] + 0.587f * c[1] + 0.114f * c[2]) / 255.0f; }
-
-bool uses_sequential_map(const std::string& name) {
-  return name == "token_ids" || name == "input_ids" || name == "mask" || name == "next_token_probs" ||
-         name.find("attention_weights") != std::string::npos || name.find("attention_probs") != std::string::npos ||
-         name.find("attn_weights") != std::string::npos;
-}
 
 // The exact value under the mouse, with its indices and labels.
 void cell_tooltip(const Heatmap& h, const std::vector<std::string>* row_labels,
@@ -708,7 +703,7 @@ void App::draw_stage_view(float width) {
   if (shape.size() == 4) index_slider(tr(Str::head), head_, shape[1], shape[0] > 1);
   const ViewKey key{playground_.result_generation(), &t, shape.size() >= 3 ? size_t(batch_) : 0,
                     shape.size() == 4 ? size_t(head_) : 0};
-  refresh(main_, key, t, uses_sequential_map(stage->name) ? ColorMap::sequential : ColorMap::diverging,
+  refresh(main_, key, t, stage_color_map(stage->name),
           stage->name == "mask");
   // Labels: tokens of the chosen sentence on sequence axes.
   const size_t b = std::min(size_t(batch_), r->tokens.size() - 1);
@@ -722,7 +717,7 @@ void App::draw_stage_view(float width) {
   const bool small = main_.slice.rows * main_.slice.cols <= 400 && main_.slice.cols <= 24;
   const float left = height_above_buttons();
   draw_heatmap(main_, rows, cols, width, small ? left * 0.6f : left, "main");
-  export_buttons(main_, stage->name.c_str(), t, stage->dtype);
+  export_buttons(main_, stage->name.c_str(), t, stage->dtype, false, rows, cols);
   if (small) {
     ImGui::BeginChild("numbers", ImVec2(0, std::max(60.0f, ImGui::GetContentRegionAvail().y)), false,
                       ImGuiWindowFlags_HorizontalScrollbar);
@@ -1016,28 +1011,39 @@ void App::draw_number_table(const Heatmap& h, const std::vector<std::string>* ro
 }
 
 // The file names and bytes are built only when a button is pressed.
-void App::export_buttons(const Heatmap& h, const char* name, const Tensor& value, PrintDtype dtype, bool menu) {
+void App::export_buttons(const Heatmap& h, const char* name, const Tensor& value, PrintDtype dtype, bool menu,
+                         const std::vector<std::string>* rows, const std::vector<std::string>* cols) {
   if (menu) {
     if (ImGui::SmallButton(tr(Str::export_menu))) ImGui::OpenPopup("export");
     if (!ImGui::BeginPopup("export")) return;
   }
-  const auto item = [&](Str label, bool first) {
+  if (!menu) export_buttons_.clear();
+  const auto item = [&](Str label, const char* key) {
     if (menu) return ImGui::MenuItem(tr(label));
-    if (!first) ImGui::SameLine();
-    return ImGui::Button(tr(label));
+    if (!export_buttons_.empty()) ImGui::SameLine();
+    return kept_button(export_buttons_, key, tr(label));
+  };
+  const auto file_name = [&](const char* extension) {  // on a click only: an idle frame allocates nothing
+    std::string base = name;
+    for (size_t k : h.slice.leading) base += "_" + std::to_string(k);
+    return base + extension;
   };
   try {
-    if (item(Str::export_png, true)) {
-      std::string base = name;
-      for (size_t k : h.slice.leading) base += "_" + std::to_string(k);
+    if (item(Str::export_png, "png")) {
       const size_t cell = std::max<size_t>(1, std::min<size_t>(32, 512 / std::max(h.slice.rows, h.slice.cols)));
-      status_ = platform_.save_file(base + ".png", png_bytes(h.pixels, h.slice.cols, h.slice.rows, cell), "image/png");
+      status_ = platform_.save_file(file_name(".png"), png_bytes(h.pixels, h.slice.cols, h.slice.rows, cell), "image/png");
     }
-    if (item(Str::export_json, false)) {
+    if (item(Str::export_svg, "svg")) {  // the figure attn encode --svg draws (core/plot/svg.hpp)
+      const HeatmapFigure figure{slice_title(name, h.slice), h.slice, h.map, h.range, rows ? *rows : std::vector<std::string>{},
+                                 cols ? *cols : std::vector<std::string>{}};
+      const std::string svg = heatmap_svg(figure);
+      status_ = platform_.save_file(file_name(".svg"), std::vector<uint8_t>(svg.begin(), svg.end()), "image/svg+xml");
+    }
+    if (item(Str::export_json, "json")) {
       const std::string text = stage_json_text(Stage{name, value, dtype});
       status_ = platform_.save_file(std::string(name) + ".json", std::vector<uint8_t>(text.begin(), text.end()), "application/json");
     }
-    if (item(Str::export_npy, false))
+    if (item(Str::export_npy, "npy"))
       status_ = platform_.save_file(std::string(name) + ".npy", stage_npy_bytes(value), "application/octet-stream");
   } catch (const std::exception& e) {
     status_ = format(Str::status_export_failed, e.what());
@@ -1095,7 +1101,8 @@ Json App::view_json() const {
     train["sample_prompt"] = training_.sample_prompt();
     train["sample_expected"] = training_.sample_expected();
   }
-  Json colors = Json::array(), values = Json::array();
+  Json colors = Json::array(), values = Json::array(), exports = Json::object();
+  for (const ButtonRect& b : export_buttons_) exports[b.name] = {b.x, b.y, b.w, b.h};
   for (size_t i = 0; i < main_.slice.values.size(); ++i) {
     const Rgba c = value_color(main_.map, main_.range, main_.slice.values[i]);
     colors.push_back({c[0], c[1], c[2]});
@@ -1111,7 +1118,8 @@ Json App::view_json() const {
           {"missing_glyphs", missing_glyphs_},
           {"heatmap",
            {{"x", main_.x}, {"y", main_.y}, {"cell_w", main_.cell_w}, {"cell_h", main_.cell_h},
-            {"rows", main_.slice.rows}, {"cols", main_.slice.cols}, {"colors", colors}, {"values", values}}},
+            {"rows", main_.slice.rows}, {"cols", main_.slice.cols}, {"colors", colors}, {"values", values},
+            {"export", exports}}},
           {"masks",
            {{"layer", unmasked_layer_}, {"leading", masked_.slice.leading}, {"rows", masked_.slice.rows},
             {"unmasked", unmasked_.slice.values}, {"masked", masked_.slice.values},

@@ -191,7 +191,9 @@ class App {
   void draw_number_table(const Heatmap& h, const std::vector<std::string>* row_labels,
                          const std::vector<std::string>* col_labels);
   // PNG, JSON and .npy of a heatmap's tensor: three buttons, or (menu) one small button opening them.
-  void export_buttons(const Heatmap& h, const char* name, const Tensor& value, PrintDtype dtype, bool menu = false);
+  // PNG, SVG (with `rows` / `cols` as its labels, else the indices), JSON and .npy of a heatmap's stage.
+  void export_buttons(const Heatmap& h, const char* name, const Tensor& value, PrintDtype dtype, bool menu = false,
+                      const std::vector<std::string>* rows = nullptr, const std::vector<std::string>* cols = nullptr);
   const Stage* find_stage(const std::string& name) const;
   void apply(const PlaygroundConfig& config) { playground_.set_config(config); }
   void refresh_labels();
@@ -223,6 +225,12 @@ class App {
   std::string build_training(const Json& settings);
   void set_training(const Json& settings);
   bool train_button(const char* name, const char* label);
+  // A button whose place is kept in `into` for the tests and the JS API (view_json's buttons).
+  struct ButtonRect {
+    const char* name;
+    float x, y, w, h;
+  };
+  static bool kept_button(std::vector<ButtonRect>& into, const char* name, const char* label);
   void refresh_train_controls();
   void draw_train_curves(float width);
   void draw_train_attention(float width);
@@ -341,11 +349,8 @@ class App {
   char train_data_path_[1024] = {};
   std::vector<Heatmap> train_grid_;
   Heatmap train_main_;
-  struct ButtonRect {
-    const char* name;
-    float x, y, w, h;
-  };
   std::vector<ButtonRect> train_buttons_;
+  std::vector<ButtonRect> export_buttons_;  // the stage view's export row (view_json's heatmap.export)
   struct AblatedAccuracyShown {  // the last "accuracy with this head ablated", for the run it was asked of
     uint64_t run = 0;
     int layer = 0, head = 0;

@@ -288,14 +288,15 @@ void App::draw_train_view(float width) {
   ImGui::EndChild();
 }
 
-// A button whose place is kept for the tests and the JS API (view_json's train.buttons).
-bool App::train_button(const char* name, const char* label) {
+bool App::kept_button(std::vector<ButtonRect>& into, const char* name, const char* label) {
   const ImVec2 at = ImGui::GetCursorScreenPos();
   const bool pressed = ImGui::Button(label);
   const ImVec2 size = ImGui::GetItemRectSize();
-  train_buttons_.push_back({name, at.x, at.y, size.x, size.y});
+  into.push_back({name, at.x, at.y, size.x, size.y});
   return pressed;
 }
+
+bool App::train_button(const char* name, const char* label) { return kept_button(train_buttons_, name, label); }
 
 void App::draw_train_controls() {
   train_buttons_.clear();

@@ -18,6 +18,7 @@
 #include "core/text/tokenizer.hpp"
 #include "core/model/trace.hpp"
 #include "core/model/transformer.hpp"
+#include "core/plot/heatmap.hpp"
 #include "core/model/tutorial.hpp"
 #include "ui/strings.hpp"
 
@@ -225,17 +226,6 @@ class Playground {
 
 // --- views of a stage ---
 
-// A 2-D slice of a stage: the last two axes, the leading ones fixed by `index` (clamped); a 1-D stage
-// is one row. Values in row-major order.
-struct Slice {
-  size_t rows = 0, cols = 0;
-  std::vector<float> values;
-  std::vector<size_t> leading;  // the fixed leading indices actually used
-};
-Slice slice_2d(const Tensor& t, const std::vector<size_t>& index);
-// Every stage but token_ids is a float stage; attention matrices are [.., S, S] stages whose name ends
-// in scores/weights or is `mask`.
-bool is_attention_matrix(const std::string& stage_name);
 const char* stage_formula(const std::string& stage_name);  // e.g. "softmax(masked, dim=-1)"; "" if none
 // "layers.1.self_attn.scores" → 1 (also "encoder.layer.1.…", "h.1.…", "h.1"); -1 for a stage outside
 // the layers.
@@ -243,23 +233,6 @@ int stage_layer(const std::string& stage_name);
 // The same stage of another layer ("layers.1.norm1", 2 → "layers.2.norm1"); others unchanged.
 std::string stage_in_layer(const std::string& stage_name, size_t layer);
 
-// --- colour maps ---
-using Rgba = std::array<uint8_t, 4>;
-enum class ColorMap { sequential, diverging };
-// t in [0, 1] (clamped): sequential = viridis, diverging = RdBu reversed (blue − white + red).
-Rgba color_at(ColorMap map, double t);
-// Values ≤ masked_threshold (masked_fill's -1e9) are not part of the range and drawn grey.
-inline constexpr float masked_threshold = -1e8f;
-inline constexpr Rgba masked_color = {96, 96, 96, 255};
-struct ValueRange {
-  float lo = 0, hi = 0;
-};
-ValueRange value_range(const std::vector<float>& values);  // ignoring masked values; lo == hi possible
-// Diverging maps centre the range on 0 (lo = -hi = -max|v|).
-ValueRange map_range(ColorMap map, const std::vector<float>& values);
-Rgba value_color(ColorMap map, ValueRange range, float v);
-// RGBA pixels of a slice, one per cell (rows × cols × 4 bytes).
-std::vector<uint8_t> slice_pixels(const Slice& s, ColorMap map, ValueRange range);
 // The same image scaled up by `cell` pixels per cell, as PNG bytes (stb_image_write).
 std::vector<uint8_t> png_bytes(const std::vector<uint8_t>& rgba, size_t width, size_t height, size_t cell = 1);
 // A stage as {"name", "shape", "data"} and as .npy bytes (numpy.save's format).

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 #include <utility>
 
 #include "core/base/error.hpp"
@@ -196,8 +197,17 @@ Tensor read_npy(const std::string& path) {
   const std::string bytes = read_file(path);
   const auto [header, data_start] = parse_header(path, bytes);
   if (header.fortran_order) fail(path, "fortran_order is True; only C-order arrays are supported");
-  const size_t item_size = header.descr == "<f4" ? 4 : header.descr == "<f8" ? 8 : 0;
-  if (item_size == 0) fail(path, "dtype '" + header.descr + "' is not supported (only '<f4' and '<f8')");
+  // Integer and bool arrays (PyTorch's token ids, masks) come as floats, exact up to 2^24.
+  using Copy = void (*)(const char*, Tensor&);
+  static const std::pair<const char*, std::pair<size_t, Copy>> dtypes[] = {
+      {"<f4", {4, copy_as_float<float>}},  {"<f8", {8, copy_as_float<double>}}, {"<i8", {8, copy_as_float<int64_t>}},
+      {"<i4", {4, copy_as_float<int32_t>}}, {"|u1", {1, copy_as_float<uint8_t>}}, {"|b1", {1, copy_as_float<uint8_t>}}};
+  size_t item_size = 0;
+  Copy copy = nullptr;
+  for (const auto& [descr, kind] : dtypes)
+    if (header.descr == descr) std::tie(item_size, copy) = kind;
+  if (item_size == 0)
+    fail(path, "dtype '" + header.descr + "' is not supported ('<f4', '<f8', '<i8', '<i4', '|u1' and '|b1' are)");
   size_t needed = item_size;
   for (size_t dim : header.shape)
     if (__builtin_mul_overflow(needed, dim, &needed))
@@ -210,10 +220,7 @@ Tensor read_npy(const std::string& path) {
                    " bytes of data, the file has " + std::to_string(present) +
                    (present < needed ? " (truncated)" : " (trailing bytes)"));
   Tensor t = Tensor::from_shape(header.shape);
-  if (item_size == 4)
-    copy_as_float<float>(bytes.data() + data_start, t);
-  else
-    copy_as_float<double>(bytes.data() + data_start, t);
+  copy(bytes.data() + data_start, t);
   return t;
 }
 

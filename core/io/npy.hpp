@@ -10,7 +10,8 @@ namespace attn {
 // float32 array. Atomic: `path` is either replaced whole or left untouched.
 void write_npy(const std::string& path, const Tensor& t);
 
-// Reads a C-order '<f4' array, or '<f8' rounded to float32. Anything else is an InputError naming
+// Reads a C-order '<f4' array, or '<f8' rounded to float32, or integers and bools as floats ('<i8',
+// '<i4', '|u1', '|b1'; exact up to 2^24). Anything else is an InputError naming
 // the file and the problem.
 Tensor read_npy(const std::string& path);
 

@@ -92,11 +92,17 @@ function sameAsFixture(trace, fixtureName) {
   return problems;
 }
 
-// The CLI's log of the same run, for the Train tab to equal (ATTN_CLI: the native attn; scripts/test.sh
-// builds it before the WebAssembly suite).
-function cliTrainingLog(args) {
+// The native attn (ATTN_CLI, else the native build's; scripts/test.sh builds it before the WebAssembly
+// suite), or null without one.
+function cliBinary() {
   const cli = process.env.ATTN_CLI || path.join(__dirname, '..', '..', 'build', 'native', 'attn');
-  if (!fs.existsSync(cli)) return null;
+  return fs.existsSync(cli) ? cli : null;
+}
+
+// The CLI's log of the same run, for the Train tab to equal.
+function cliTrainingLog(args) {
+  const cli = cliBinary();
+  if (!cli) return null;
   const log = path.join(require('os').tmpdir(), `attn_browser_train_${process.pid}.jsonl`);
   require('child_process').execFileSync(cli, ['train', ...args, '--log', log, '--quiet']);
   const records = fs.readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
@@ -107,9 +113,19 @@ function cliTrainingLog(args) {
 // `attn patch --json` on the same seeded classifier (its vocabulary from the page, written to a file).
 // The native attn's --json document of `args` (null without the native attn).
 function cliJson(args) {
-  const cli = process.env.ATTN_CLI || path.join(__dirname, '..', '..', 'build', 'native', 'attn');
-  if (!fs.existsSync(cli)) return null;
-  return JSON.parse(require('child_process').execFileSync(cli, [...args, '--json']));
+  const cli = cliBinary();
+  return cli && JSON.parse(require('child_process').execFileSync(cli, [...args, '--json']));
+}
+
+// The SVG figure the native attn writes for `args` (its --plot options), as text.
+function cliSvg(args) {
+  const cli = cliBinary();
+  if (!cli) return null;
+  const file = path.join(require('os').tmpdir(), `attn_browser_${process.pid}.svg`);
+  require('child_process').execFileSync(cli, [...args, '--svg', file]);
+  const text = fs.readFileSync(file, 'utf8');
+  fs.rmSync(file);
+  return text;
 }
 
 function cliPatch(args, vocab) {
@@ -122,12 +138,33 @@ function cliPatch(args, vocab) {
   }
 }
 
+// 60 frames' times while the Train tab plays (a step at least per frame, else at most 6 ms of training).
+async function framesWhilePlaying(page, task) {
+  const during = await page.evaluate(async () => {
+    const ms = [];
+    for (let i = 0; i < 60; i++) {
+      await new Promise((resolve) => requestAnimationFrame(resolve));
+      ms.push(attnlab.stats().last_frame_ms);
+    }
+    return { ms, training: attnlab.state().training };
+  });
+  const mean = during.ms.reduce((a, b) => a + b, 0) / during.ms.length;
+  console.log(`frame time while training ${task}: mean ${mean.toFixed(1)} ms, max ${Math.max(...during.ms).toFixed(1)} ms ` +
+              `over ${during.ms.length} frames (${during.training.steps_per_s.toFixed(0)} steps/s)`);
+  return during;
+}
+
 // Clicks one of the Train tab's buttons where the UI drew it.
 async function clickTrainButton(page, name) {
   await frames(page, 2);
-  const canvasBox = await page.locator('#canvas').boundingBox();  // the bar above may have grown
   const b = (await page.evaluate(() => attnlab.state().view.train.buttons))[name];
   if (!b) throw new Error('no Train tab button ' + name);
+  await clickAt(page, b);
+}
+
+// Clicks a button the UI drew at b = [x, y, w, h] (canvas pixels).
+async function clickAt(page, b) {
+  const canvasBox = await page.locator('#canvas').boundingBox();  // the bar above may have grown
   // ImGui hovers an item from the frame after the mouse arrives, and clicks on press then release.
   await page.mouse.move(canvasBox.x + b[0] + b[2] / 2, canvasBox.y + b[1] + b[3] / 2);
   await frames(page, 2);
@@ -175,6 +212,16 @@ async function checkTraining(page) {
   check(lmView.language_model && lmView.samples.length >= 2 && lmView.samples.every((x) => x.sample.length === lmView.sample_expected.length) &&
         JSON.stringify(Object.keys(lmView.head_scores).sort()) === '["duplicate_token","induction","prefix_matching","previous_token"]',
         `the language model's replay: ${lmView.samples.length} samples continuing "${lmView.sample_prompt}", four head scores`);
+  // Played on the single-threaded page: every frame runs at least one whole step of the induction model
+  // (about 0.1 s in WebAssembly) and a snapshot's detectors and sample run inside one frame, so this page
+  // draws at about 9 frames a second while it trains (the threaded page trains in a worker). The times are
+  // printed; the check is that frames keep coming, none blocked for seconds.
+  await page.evaluate(() => attnlab.train({ task: 'induction' }));
+  await clickTrainButton(page, 'play');
+  const lmDuring = await framesWhilePlaying(page, 'induction (a GPT-2, single-threaded page)');
+  await clickTrainButton(page, 'play');  // Pause
+  check(lmDuring.training.running && lmDuring.training.step > 0 && Math.max(...lmDuring.ms) < 2000,
+        `the page keeps drawing while the language model trains (step ${lmDuring.training.step}, no frame over 2 s)`);
   const text = 'the cat sat on the mat\nthe dog sat on the log\n';
   const textFile = path.join(require('os').tmpdir(), `attn_browser_text_${process.pid}.txt`);
   fs.writeFileSync(textFile, text);
@@ -190,18 +237,7 @@ async function checkTraining(page) {
   let t = await page.evaluate(() => attnlab.state().training);
   check(t.step === 0 && !t.running, 'Reset: step 0, paused');
   await clickTrainButton(page, 'play');
-  const during = await page.evaluate(async () => {
-    const ms = [];
-    for (let i = 0; i < 60; i++) {
-      await new Promise((resolve) => requestAnimationFrame(resolve));
-      ms.push(attnlab.stats().last_frame_ms);
-    }
-    return { ms, training: attnlab.state().training };
-  });
-  const mean = during.ms.reduce((a, b) => a + b, 0) / during.ms.length;
-  console.log(`frame time while training duplicate: mean ${mean.toFixed(1)} ms, max ${Math.max(...during.ms).toFixed(1)} ms ` +
-              `over ${during.ms.length} frames (${during.training.steps_per_s.toFixed(0)} steps/s; at most 6 ms of ` +
-              'training per frame)');
+  const during = await framesWhilePlaying(page, 'duplicate');
   check(during.training.running && during.training.step > 0, `Play trains in slices of each frame (step ${during.training.step})`);
   await clickTrainButton(page, 'play');  // now labelled Pause
   t = await page.evaluate(() => attnlab.state().training);
@@ -685,6 +721,23 @@ function closeToFixture(trace, fx) {
     check(top[0] > 200 && top[1] > 200 && top[2] < 100, 'largest weight drawn yellow (viridis top)');
 
     await checkIdle(page, 'default view');
+
+    // Export SVG: the figure attn tutorial --plot draws, byte for byte, read back by the browser's XML parser.
+    const svgDownload = page.waitForEvent('download');
+    await clickAt(page, (await page.evaluate(() => attnlab.state().view.heatmap.export)).svg);
+    const svgText = fs.readFileSync(await (await svgDownload).path(), 'utf8');
+    const svg = await page.evaluate((text) => {
+      const d = new DOMParser().parseFromString(text, 'image/svg+xml');
+      return { error: d.querySelector('parsererror') !== null, cells: d.querySelectorAll('rect.cell').length,
+               fills: [...d.querySelectorAll('rect.cell')].map((r) => r.getAttribute('fill')),
+               labels: [...d.querySelectorAll('.col-labels text')].map((e) => e.textContent) };
+    }, svgText);
+    const hex = (c) => '#' + c.map((v) => v.toString(16).padStart(2, '0')).join('');
+    check(!svg.error && svg.cells === 16 && svg.fills.every((f, i) => f === hex(hm.colors[i])) &&
+          JSON.stringify(svg.labels) === JSON.stringify(trace.tokens[0]),
+          `Export SVG: 16 cells in the heatmap's colours, the tokens as labels (${svg.labels.join(' ')})`);
+    const cliFigure = cliSvg(['tutorial', '--plot', 'attention_weights']);
+    if (cliFigure !== null) check(svgText === cliFigure, 'the exported SVG equals attn tutorial --plot attention_weights --svg');
 
     // 3. Typing in the text field: new tokens, new shapes, URL hash updated.
     await page.fill('#sentences', '고양이가 밥을 먹는다\n강아지가 잔다');

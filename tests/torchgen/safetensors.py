@@ -95,7 +95,10 @@ def _arrays():
             "empty_f4.npy": np.zeros((0, 3), "<f4"),
             # 14 axes: the header ends on a 64-byte boundary, where numpy pads a whole 64 bytes.
             "padded_f4.npy": np.arange(200, dtype="<f4").reshape((2,) + (1,) * 12 + (100,)), "values_f8.npy": rng.standard_normal((3, 4)),
-            "ties_f8.npy": np.array([1 + 2**-24, 1 + 3 * 2**-24, 2**-150, 1e300, -0.0])}
+            "ties_f8.npy": np.array([1 + 2**-24, 1 + 3 * 2**-24, 2**-150, 1e300, -0.0]),
+            # PyTorch's token ids and masks as numpy saves them; read as floats (exact up to 2^24).
+            "ids_i8.npy": np.array([[0, 5, 50256], [2**24, -3, 7]], "<i8"), "ids_i4.npy": np.arange(-3, 3, dtype="<i4"),
+            "mask_b1.npy": np.tril(np.ones((3, 3), bool)), "bytes_u1.npy": np.array([0, 1, 255], "<u1")}
 
 
 def _raw(header, data=b"", length=None):
@@ -185,7 +188,7 @@ def _malformed_npy():
     huge = "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4000000000, 4000000000, 4000000000), }"
     return {
         "bad_fortran.npy": (_npy_bytes(np.asfortranarray(np.ones((2, 3), "<f4"))), ["fortran_order is True"]),
-        "bad_int32.npy": (_npy_bytes(np.arange(3, dtype="<i4")), ["dtype '<i4' is not supported"]),
+        "bad_int16.npy": (_npy_bytes(np.arange(3, dtype="<i2")), ["dtype '<i2' is not supported"]),
         "bad_big_endian.npy": (_npy_bytes(np.ones(3, ">f4")), ["dtype '>f4' is not supported"]),
         "bad_magic.npy": (b"\x93NUMPZ" + good[6:], ["bad magic"]),
         "bad_version.npy": (good[:6] + b"\x04" + good[7:], ["format version 4 is not supported"]),
