@@ -7,6 +7,7 @@
 
 #include "core/base/bits.hpp"
 #include "core/base/error.hpp"
+#include "core/base/memory.hpp"
 
 namespace attn {
 namespace {
@@ -78,16 +79,15 @@ Stage stage_from_json(const Json& s, const std::string& where) {
   Stage stage;
   stage.name = s["name"].get<std::string>();
   const std::string at = where + ", stage '" + stage.name + "'";
-  Shape shape;
-  size_t count = 1, nonzero = 1;  // nonzero: the product of the dimensions but zeros, which strides need
+  std::vector<uint64_t> dims;
   for (const Json& dim : s["shape"]) {
     if (!dim.is_number_unsigned()) throw InputError(at + ": \"shape\" must hold non-negative integers");
-    const uint64_t n = dim.get<uint64_t>();
-    if (n > (uint64_t(1) << 40) || (n && (__builtin_mul_overflow(nonzero, size_t(n), &nonzero) || nonzero > (size_t(1) << 40))))
-      throw InputError(at + ": \"shape\" is too large");
-    shape.push_back(size_t(n));
-    count *= size_t(n);
+    dims.push_back(dim.get<uint64_t>());
   }
+  if (!strides_fit(dims)) throw InputError(at + ": \"shape\" is too large");
+  Shape shape;
+  size_t count = 1;  // strides_fit bounds the product of the non-zero dimensions; a zero empties it
+  for (uint64_t dim : dims) shape.push_back(size_t(dim)), count *= size_t(dim);
   if (count != s["data"].size())
     throw InputError(at + ": \"shape\" " + shape_text(shape) + " holds " + std::to_string(count) + " values, \"data\" " +
                      std::to_string(s["data"].size()));
