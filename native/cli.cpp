@@ -4,7 +4,9 @@
 
 #include "core/base/error.hpp"
 #include "core/io/safetensors.hpp"
+#include "core/plot/png.hpp"
 #include "core/plot/svg.hpp"
+#include "core/plot/table.hpp"
 #include "core/text/tokenizer.hpp"
 
 namespace attn::cli {
@@ -20,17 +22,23 @@ void add_sentence_options(CLI::App& cmd, SentenceOptions& o, const std::string& 
 }
 
 void add_plot_options(CLI::App& cmd, PlotOptions& o) {
-  cmd.add_option("--plot", o.stage, "a stage to draw as a heatmap figure (with --svg)");
+  cmd.add_option("--plot", o.stage, "a stage to draw as a heatmap (with --svg, --png, --csv or --tex)");
   cmd.add_option("--plot-index", o.index, "the leading indices of --plot's slice, e.g. \"0,3\" (item 0, head 3; default 0s)");
   cmd.add_option("--svg", o.svg, "write --plot's heatmap as an SVG file: vector cells, the tokens as text");
+  cmd.add_option("--png", o.png, "write --plot's heatmap as a PNG picture (cells only; --scale)");
+  cmd.add_option("--scale", o.scale, "--png's scale: each cell N times as many pixels a side (1 to 16; default 1)");
+  cmd.add_option("--csv", o.csv, "write --plot's numbers as CSV (the labels as its first row and column)");
+  cmd.add_option("--tex", o.tex, "write --plot's numbers as a LaTeX table in the heatmap's colours");
 }
 
-void save_plot(const PlotOptions& o, const Trace& trace, const std::vector<std::vector<std::string>>& tokens) {
-  if (o.stage.empty() != o.svg.empty()) throw InputError("--plot STAGE and --svg FILE go together");
-  if (o.stage.empty()) {
-    if (!o.index.empty()) throw InputError("--plot-index applies to --plot");
-    return;
-  }
+namespace {
+
+void write_text(const std::string& path, const std::string& text) {
+  write_file_atomically(path, [&](std::ostream& out) { out.write(text.data(), std::streamsize(text.size())); });
+}
+
+// The slice --plot-index picks of --plot's stage, with its colours and labels.
+HeatmapFigure plot_figure(const PlotOptions& o, const Trace& trace, const std::vector<std::vector<std::string>>& tokens) {
   const Stage* stage = nullptr;
   std::vector<std::string> names;
   for (const Stage& s : trace.stages()) {
@@ -51,8 +59,29 @@ void save_plot(const PlotOptions& o, const Trace& trace, const std::vector<std::
       index.push_back(i);
     }
   if (stage->value.size() == 0) throw InputError("--plot: '" + o.stage + "' is empty: nothing to draw");
-  const std::string svg = heatmap_svg(stage_figure(*stage, index, tokens));
-  write_file_atomically(o.svg, [&](std::ostream& out) { out.write(svg.data(), std::streamsize(svg.size())); });
+  return stage_figure(*stage, index, tokens);
+}
+
+}  // namespace
+
+void save_plot(const PlotOptions& o, const Trace& trace, const std::vector<std::vector<std::string>>& tokens) {
+  const bool output = !o.svg.empty() || !o.png.empty() || !o.csv.empty() || !o.tex.empty();
+  if (o.stage.empty() != !output) throw InputError("--plot STAGE goes with --svg, --png, --csv or --tex FILE");
+  if (o.scale < 1 || o.scale > max_png_scale) throw InputError("--scale must be 1 to " + std::to_string(max_png_scale));
+  if (o.scale != 1 && o.png.empty()) throw InputError("--scale applies to --png");
+  if (o.stage.empty()) {
+    if (!o.index.empty()) throw InputError("--plot-index applies to --plot");
+    return;
+  }
+  const HeatmapFigure figure = plot_figure(o, trace, tokens);
+  if (!o.svg.empty()) write_text(o.svg, heatmap_svg(figure));
+  if (!o.csv.empty()) write_text(o.csv, figure_csv(figure));
+  if (!o.tex.empty()) write_text(o.tex, figure_latex(figure));
+  if (!o.png.empty()) {
+    const auto png = png_bytes(slice_pixels(figure.slice, figure.map, figure.range), figure.slice.cols, figure.slice.rows,
+                               png_cell(figure.slice.rows, figure.slice.cols) * o.scale);
+    write_file_atomically(o.png, [&](std::ostream& out) { out.write(reinterpret_cast<const char*>(png.data()), std::streamsize(png.size())); });
+  }
 }
 
 void print(const std::string& text) {

@@ -20,10 +20,12 @@ struct SentenceOptions {
 };
 void add_sentence_options(CLI::App& cmd, SentenceOptions& o, const std::string& default_note);
 
-// --plot STAGE --svg FILE [--plot-index I,J]: one slice of a stage as an SVG figure (core/plot/svg.hpp),
-// the file written whole or not at all; `tokens` label the sequence axes.
+// --plot STAGE [--plot-index I,J] with --svg, --png [--scale N], --csv and/or --tex FILE: one slice of a
+// stage as an SVG figure, a PNG picture, CSV numbers or a LaTeX table (core/plot), each file written whole
+// or not at all; `tokens` label the sequence axes.
 struct PlotOptions {
-  std::string stage, index, svg;
+  std::string stage, index, svg, png, csv, tex;
+  size_t scale = 1;
 };
 void add_plot_options(CLI::App& cmd, PlotOptions& o);
 void save_plot(const PlotOptions& o, const Trace& trace, const std::vector<std::vector<std::string>>& tokens);

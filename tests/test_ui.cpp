@@ -9,6 +9,7 @@
 
 #include "core/base/error.hpp"
 #include "core/io/safetensors.hpp"
+#include "core/plot/png.hpp"
 #include "tests/fixtures.hpp"
 #include "ui/layout_check.hpp"
 #include "ui/model_files.hpp"

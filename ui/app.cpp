@@ -10,7 +10,10 @@
 
 #include "core/base/error.hpp"
 #include "core/model/tutorial.hpp"
+#include "core/plot/png.hpp"
 #include "core/plot/svg.hpp"
+#include "core/plot/table.hpp"
+#include "imgui_internal.h"  // SetItemKeyOwner: the wheel zooms a heatmap instead of scrolling
 #include "ui/strings.hpp"
 #include "ui/tour.hpp"
 #include "ui/widgets.hpp"
@@ -83,7 +86,33 @@ void cell_tooltip(const Heatmap& h, const std::vector<std::string>* row_labels,
     ImGui::Text(tr(Str::tip_masked), double(v));
   else
     ImGui::Text("%.9g", double(v));
+  if (i < h.row_sums.size() && j < h.col_sums.size())
+    ImGui::TextColored(dim_color, tr(Str::tip_sums), double(h.row_sums[i]), double(h.col_sums[j]));
   ImGui::EndTooltip();
+}
+
+// Wheel over the map: zoom about the cursor (from the whole slice to 4 cells across); drag: pan;
+// double-click: the whole slice again. The view stays within the slice.
+void zoom_and_pan(Heatmap& h, ImVec2 origin, ImVec2 size, bool hovered, bool active) {
+  const float rows = float(h.slice.rows), cols = float(h.slice.cols);
+  const ImGuiIO& io = ImGui::GetIO();
+  if (hovered) ImGui::SetItemKeyOwner(ImGuiKey_MouseWheelY);  // the wheel zooms here, not the window's scroll
+  if (hovered && io.MouseWheel != 0) {
+    const float z = std::clamp(h.zoom * std::pow(1.25f, io.MouseWheel), 1.0f, std::max(1.0f, std::max(rows, cols) / 4));
+    // (clamped again below, with select_view's zoom)
+    const float fx = (io.MousePos.x - origin.x) / size.x, fy = (io.MousePos.y - origin.y) / size.y;
+    h.view_col += fx * cols * (1 / h.zoom - 1 / z);  // the cell under the cursor stays under it
+    h.view_row += fy * rows * (1 / h.zoom - 1 / z);
+    h.zoom = z;
+  }
+  if (active && ImGui::IsMouseDragging(ImGuiMouseButton_Left, 0)) {
+    h.view_col -= io.MouseDelta.x / size.x * cols / h.zoom;
+    h.view_row -= io.MouseDelta.y / size.y * rows / h.zoom;
+  }
+  if (hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) h.zoom = 1;
+  h.zoom = std::clamp(h.zoom, 1.0f, std::max(1.0f, std::max(rows, cols) / 4));  // select_view's too
+  h.view_col = std::clamp(h.view_col, 0.0f, cols - cols / h.zoom);
+  h.view_row = std::clamp(h.view_row, 0.0f, rows - rows / h.zoom);
 }
 
 constexpr const char* ellipsis = "\u2026";
@@ -161,14 +190,16 @@ void draw_legend(const Heatmap& h, const LegendText& text, ImVec2 at, float heig
 
 const char* tab_name(Tab tab) {
   static const char* const names[] = {"stage", "masks", "positional_encoding", "interventions", "train",
-                                      "generate", "tour"};  // Tab's order
+                                      "generate", "compare", "tour"};  // Tab's order
   return names[int(tab)];
 }
 
 Tab parse_tab(const std::string& name) {
-  for (Tab t : {Tab::stage, Tab::masks, Tab::positional_encoding, Tab::interventions, Tab::train, Tab::generate, Tab::tour})
+  for (Tab t : {Tab::stage, Tab::masks, Tab::positional_encoding, Tab::interventions, Tab::train, Tab::generate,
+                Tab::compare, Tab::tour})
     if (name == tab_name(t)) return t;
-  throw InputError("tab must be 'stage', 'masks', 'positional_encoding', 'interventions', 'train', 'generate' or 'tour' "
+  throw InputError("tab must be 'stage', 'masks', 'positional_encoding', 'interventions', 'train', 'generate', "
+                   "'compare' or 'tour' "
                    "(got '" + name + "')");
 }
 
@@ -293,25 +324,53 @@ const Stage* App::find_stage(const std::string& name) const {
   return nullptr;
 }
 
+namespace {
+// The top-left part of a slice a texture can hold.
+Slice cut_to_texture(Slice s) {
+  if (s.rows <= max_texture && s.cols <= max_texture) return s;
+  Slice cut;
+  cut.rows = std::min(s.rows, max_texture);
+  cut.cols = std::min(s.cols, max_texture);
+  cut.leading = s.leading;
+  for (size_t i = 0; i < cut.rows; ++i)
+    cut.values.insert(cut.values.end(), s.values.begin() + std::ptrdiff_t(i * s.cols),
+                      s.values.begin() + std::ptrdiff_t(i * s.cols + cut.cols));
+  return cut;
+}
+}  // namespace
+
 bool App::refresh(Heatmap& h, const ViewKey& key, const Tensor& t, ColorMap map, bool is_mask) {
   if (h.key == key && h.texture) return false;
   h.key = key;
   h.slice = slice_2d(t, {key.i0, key.i1});  // indices past the tensor's leading axes are ignored
-  if (h.slice.rows > max_texture || h.slice.cols > max_texture) {  // show the top-left part
-    Slice cut;
-    cut.rows = std::min(h.slice.rows, max_texture);
-    cut.cols = std::min(h.slice.cols, max_texture);
-    cut.leading = h.slice.leading;
-    for (size_t i = 0; i < cut.rows; ++i)
-      cut.values.insert(cut.values.end(), h.slice.values.begin() + std::ptrdiff_t(i * h.slice.cols),
-                        h.slice.values.begin() + std::ptrdiff_t(i * h.slice.cols + cut.cols));
-    h.slice = std::move(cut);
-  }
+  show_slice(h, map, is_mask ? ValueRange{0.0f, 1.0f} : map_range(map, h.slice.values));  // all-ones: "may attend"
+  return true;
+}
+
+void App::show_slice(Heatmap& h, ColorMap map, ValueRange range) {
+  const size_t rows = h.row_sums.size(), cols = h.col_sums.size();
+  h.slice = cut_to_texture(std::move(h.slice));
+  if (rows && (h.slice.rows != rows || h.slice.cols != cols)) h.zoom = 1, h.view_row = h.view_col = 0;  // another shape
+  h.row_sums.assign(h.slice.rows, 0.0f);
+  h.col_sums.assign(h.slice.cols, 0.0f);
+  for (size_t i = 0; i < h.slice.rows; ++i)
+    for (size_t j = 0; j < h.slice.cols; ++j)
+      if (const float v = h.slice.values[i * h.slice.cols + j]; v > masked_threshold) h.row_sums[i] += v, h.col_sums[j] += v;
   h.map = map;
-  h.range = is_mask ? ValueRange{0.0f, 1.0f} : map_range(map, h.slice.values);  // all-ones is "may attend"
+  h.range = range;
   h.pixels = slice_pixels(h.slice, map, h.range);
   h.texture = platform_.upload_texture(h.texture, int(h.slice.cols), int(h.slice.rows), h.pixels.data());
-  return true;
+}
+
+App::AxisLabels App::axis_labels(const Computed& r, const Stage& stage, size_t item) const {
+  const auto& shape = stage.value.shape();
+  AxisLabels labels{nullptr, &dim_labels_};
+  if (r.tokens.empty()) return labels;
+  const size_t b = std::min(item, r.tokens.size() - 1), seq = r.tokens[0].size();
+  if (shape.size() >= 3 && shape[shape.size() - 2] == seq) labels.rows = &r.tokens[b];
+  if (is_attention_matrix(stage.name)) labels.cols = &r.tokens[b];
+  if (shape.size() == 2) labels.rows = &batch_labels_;
+  return labels;
 }
 
 void App::draw() {
@@ -345,7 +404,7 @@ void App::draw() {
   if (playground_.result() && ImGui::BeginTabBar("views")) {
     const float width = ImGui::GetContentRegionAvail().x;  // each view fits the height it has left
     const Str titles[] = {Str::tab_stage, Str::tab_masks, Str::tab_pe, Str::tab_interventions, Str::tab_train,
-                          Str::tab_generate, Str::tab_tour};
+                          Str::tab_generate, Str::tab_compare, Str::tab_tour};
     const int pending = pending_tab_;  // a tab selected while drawing one (a button) waits for the next frame
     pending_tab_ = -1;
     for (int t = 0; t < int(std::size(titles)); ++t) {
@@ -360,6 +419,7 @@ void App::draw() {
       else if (tab_ == Tab::generate) draw_generate_view(width);
       else if (tab_ == Tab::tour) draw_tour_view(width);
       else if (tab_ == Tab::interventions) draw_interventions_view(width);
+      else if (tab_ == Tab::compare) draw_compare_view(width);
       else draw_pe_view(width);
       ImGui::EndTabItem();
     }
@@ -396,9 +456,16 @@ void App::select_view(const Json& view) {
       if (!error.empty()) throw InputError(error);
     } else if (key == "generate_token") generate_selected_ = index(value, key);
     else if (key == "generate_layer") generate_layer_ = index(value, key);
+    else if (key == "png_scale" && (value == 1 || value == 2 || value == 4)) png_scale_ = value.get<int>();
+    else if (key == "zoom" && value.is_array() && value.size() == 3 && value[0].is_number() && value[0] >= 1 &&
+             value[1].is_number() && value[2].is_number()) {  // [zoom, first row, first column]: clamped when drawn
+      main_.zoom = value[0].get<float>();
+      main_.view_row = value[1].get<float>();
+      main_.view_col = value[2].get<float>();
+    }
     else throw InputError("unknown view key '" + key + "' or wrong type (tab, stage, batch, layer, head, model_view, "
                           "patching, train_item, train_layer, train_head, replay, train_score, tour, generate, "
-                          "generate_token, generate_layer)");
+                          "generate_token, generate_layer, png_scale: 1, 2 or 4, zoom: [zoom >= 1, row, column])");
   }
 }
 
@@ -705,14 +772,7 @@ void App::draw_stage_view(float width) {
                     shape.size() == 4 ? size_t(head_) : 0};
   refresh(main_, key, t, stage_color_map(stage->name),
           stage->name == "mask");
-  // Labels: tokens of the chosen sentence on sequence axes.
-  const size_t b = std::min(size_t(batch_), r->tokens.size() - 1);
-  const std::vector<std::string>* rows = nullptr;
-  const std::vector<std::string>* cols = &dim_labels_;
-  const size_t seq = r->tokens.empty() ? 0 : r->tokens[0].size();
-  if (shape.size() >= 3 && shape[shape.size() - 2] == seq) rows = &r->tokens[b];
-  if (is_attention_matrix(stage->name)) cols = &r->tokens[b];
-  if (shape.size() == 2) rows = &batch_labels_;
+  const auto [rows, cols] = axis_labels(*r, *stage, size_t(batch_));  // tokens of the chosen sentence on sequence axes
   // A small stage leaves room below for its numbers; the export buttons' row stays in view.
   const bool small = main_.slice.rows * main_.slice.cols <= 400 && main_.slice.cols <= 24;
   const float left = height_above_buttons();
@@ -775,7 +835,7 @@ void App::draw_masks_view(float width) {
   // Three side by side in the width; below them the [PAD] table (or its one-line note).
   const float gap = ImGui::GetStyle().ItemSpacing.x, line = ImGui::GetTextLineHeightWithSpacing();
   const float w = std::floor((width - 2 * gap) / 3.0f);
-  const float h = ImGui::GetContentRegionAvail().y - line - (any_pad_ ? 120.0f : line);
+  const float h = ImGui::GetContentRegionAvail().y - 2 * line - (any_pad_ ? 120.0f : line);  // titles, export menus
   const std::pair<Heatmap*, Str> maps[] = {
       {&mask_, Str::mask}, {&unmasked_, Str::weights_without_mask}, {&masked_, Str::weights_with_mask}};
   float legend_room = 0;  // the widest legend's, for all three: cells of one size
@@ -785,6 +845,10 @@ void App::draw_masks_view(float width) {
     ImGui::BeginGroup();
     fitted_title(tr(title), w, key_name(title));
     draw_heatmap(*map, &tokens, &tokens, w, std::min(h, w), key_name(title), legend_room);
+    ImGui::PushID(key_name(title));
+    const Tensor& value = map == &mask_ ? r->mask : map == &unmasked_ ? unmasked_cache_ : masked_stage_->value;
+    export_buttons(*map, key_name(title), value, PrintDtype::float32, true, &tokens, &tokens);
+    ImGui::PopID();
     ImGui::EndGroup();
   }
   draw_pad_table();
@@ -897,25 +961,60 @@ void App::draw_heatmap(Heatmap& h, const std::vector<std::string>* row_labels,
   const float label_h = col_labels ? float(label_lines) * line + 4 : 0;
   const ImVec2 top = ImGui::GetCursorScreenPos();
   const ImVec2 origin(top.x + label_w, top.y + label_h), size(h.cell_w * cols, h.cell_h * rows);
-  h.x = origin.x;
-  h.y = origin.y;
+  ImGui::PushID(id);
+  ImGui::SetCursorScreenPos(origin);
+  ImGui::InvisibleButton("map", size);
+  const bool hovered = ImGui::IsItemHovered();
+  zoom_and_pan(h, origin, size, hovered, ImGui::IsItemActive());
+  h.cell_w *= h.zoom;
+  h.cell_h *= h.zoom;
+  h.x = origin.x - h.view_col * h.cell_w;
+  h.y = origin.y - h.view_row * h.cell_h;
+  const float box[4] = {origin.x, origin.y, size.x, size.y};
+  std::copy(box, box + 4, h.box);
+  const ImVec2 uv0(h.view_col / cols, h.view_row / rows), uv1(uv0.x + 1 / h.zoom, uv0.y + 1 / h.zoom);
+  ImGui::GetWindowDrawList()->AddImage(h.texture, origin, ImVec2(origin.x + size.x, origin.y + size.y), uv0, uv1);
+  record_box(layout_, LayoutKind::heatmap, id, "", origin, ImVec2(origin.x + size.x, origin.y + size.y));
   if (show_rows) draw_row_labels(h, *row_labels, top, label_w, id);
   if (col_labels)
     draw_col_labels(h, *col_labels, label_lines, widest_col, ImVec2(top.x, origin.x + size.x + legend_w), top.y, id);
-  ImGui::SetCursorScreenPos(origin);
-  ImGui::PushID(id);
-  ImGui::Image(h.texture, size);
-  record_box(layout_, LayoutKind::heatmap, id, "", origin, ImVec2(origin.x + size.x, origin.y + size.y));
-  if (ImGui::IsItemHovered()) cell_tooltip(h, row_labels, col_labels);
+  if (hovered) cell_tooltip(h, row_labels, col_labels);
   draw_cell_values(h);
   const float legend_h = std::max(3 * line + 6, std::min(size.y, 240.0f));
   const ImVec2 legend_at(origin.x + size.x + legend_gap, origin.y);
   draw_legend(h, legend, legend_at, legend_h);
   record_box(layout_, LayoutKind::legend, id, "", legend_at,
              ImVec2(origin.x + size.x + legend.box_w - legend_margin, origin.y + legend_h));
+  const float minimap_h = h.zoom > 1 ? 8 + draw_minimap(h, ImVec2(legend_at.x, legend_at.y + legend_h + 8),
+                                                        legend.box_w - legend_gap - legend_margin, id)
+                                     : 0;
+  if (h.zoom == 1) std::fill(h.minimap, h.minimap + 4, 0.0f);
   ImGui::SetCursorScreenPos(top);
-  ImGui::Dummy(ImVec2(label_w + size.x + legend_w, label_h + std::max(size.y, legend_h) + 4));
+  ImGui::Dummy(ImVec2(label_w + size.x + legend_w, label_h + std::max(size.y, legend_h + minimap_h) + 4));
   ImGui::PopID();
+}
+
+float App::draw_minimap(Heatmap& h, ImVec2 at, float w, const char* id) {
+  const float aspect = h.box[3] / h.box[2];
+  const float mw = aspect > 1 ? std::max(16.0f, std::min(w, 120.0f / aspect)) : w, mh = mw * aspect;
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 end(at.x + mw, at.y + mh);
+  dl->AddImage(h.texture, at, end);
+  const float x0 = at.x + h.view_col / float(h.slice.cols) * mw, y0 = at.y + h.view_row / float(h.slice.rows) * mh;
+  dl->AddRect(ImVec2(x0, y0), ImVec2(x0 + mw / h.zoom, y0 + mh / h.zoom), IM_COL32(255, 255, 255, 255), 0, 0, 1.5f);
+  dl->AddRect(at, end, ImGui::GetColorU32(ImGuiCol_Border));
+  ImGui::SetCursorScreenPos(at);
+  ImGui::InvisibleButton("minimap", ImVec2(mw, mh));
+  if (ImGui::IsItemActive()) {  // centre the view where the mouse is
+    const ImVec2 m = ImGui::GetMousePos();
+    const float cols = float(h.slice.cols), rows = float(h.slice.rows);
+    h.view_col = std::clamp((m.x - at.x) / mw * cols - cols / h.zoom / 2, 0.0f, cols - cols / h.zoom);
+    h.view_row = std::clamp((m.y - at.y) / mh * rows - rows / h.zoom / 2, 0.0f, rows - rows / h.zoom);
+  }
+  const float rect[4] = {at.x, at.y, mw, mh};
+  std::copy(rect, rect + 4, h.minimap);
+  record_box(layout_, LayoutKind::legend, id, "", at, end);
+  return mh;
 }
 
 // Row labels in label_w left of the rows: every row's when a line fits in a row, else every k-th; each
@@ -925,10 +1024,11 @@ void App::draw_row_labels(const Heatmap& h, const std::vector<std::string>& labe
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float line = ImGui::GetTextLineHeight();
   const ImU32 color = ImGui::GetColorU32(ImGuiCol_Text);
-  const float bottom = h.y + h.cell_h * float(h.slice.rows);
+  const float bottom = h.box[1] + h.box[3];  // the rows shown (zoomed: some)
   const size_t step = h.cell_h >= line ? 1 : size_t(std::ceil(line / h.cell_h));
   for (size_t i = 0; i < h.slice.rows && i < labels.size(); i += step) {
     const float y = h.y + float(i) * h.cell_h + (step == 1 ? (h.cell_h - line) * 0.5f : 0);
+    if (y < h.box[1] - 0.5f) continue;
     if (y + line > bottom + 0.5f) break;
     const FittedText fit = fit_text(labels[i].c_str(), label_w - 8);
     if (fit.width > label_w - 8) continue;
@@ -952,6 +1052,7 @@ void App::draw_col_labels(const Heatmap& h, const std::vector<std::string>& labe
   const float room = float(lines * step) * cell;
   for (size_t j = 0; j < h.slice.cols && j < labels.size(); j += step) {
     const float centre = h.x + (float(j) + 0.5f) * cell;
+    if (centre < h.box[0] || centre > h.box[0] + h.box[2]) continue;  // a column out of the zoomed view
     const float width = std::min({room, 2 * (centre - bounds.x), 2 * (bounds.y - centre)}) - 4;
     const FittedText fit = fit_text(labels[j].c_str(), width);
     if (fit.width > width) continue;
@@ -963,10 +1064,15 @@ void App::draw_col_labels(const Heatmap& h, const std::vector<std::string>& labe
 
 // Values printed on the cells when they fit (at most ~1,000 short numbers, only on big cells).
 void App::draw_cell_values(const Heatmap& h) {
-  if (h.cell_w < 46 || h.cell_h < ImGui::GetTextLineHeight() + 2 || h.slice.rows * h.slice.cols > 1024) return;
+  // The cells wholly in view (zoomed: some of them).
+  const size_t r0 = size_t(std::ceil(h.view_row - 1e-3f)), c0 = size_t(std::ceil(h.view_col - 1e-3f));
+  const size_t r1 = std::min(h.slice.rows, size_t(h.view_row + float(h.slice.rows) / h.zoom + 1e-3f));
+  const size_t c1 = std::min(h.slice.cols, size_t(h.view_col + float(h.slice.cols) / h.zoom + 1e-3f));
+  if (h.cell_w < 46 || h.cell_h < ImGui::GetTextLineHeight() + 2 || r1 <= r0 || c1 <= c0 || (r1 - r0) * (c1 - c0) > 1024)
+    return;
   ImDrawList* dl = ImGui::GetWindowDrawList();
-  for (size_t i = 0; i < h.slice.rows; ++i)
-    for (size_t j = 0; j < h.slice.cols; ++j) {
+  for (size_t i = r0; i < r1; ++i)
+    for (size_t j = c0; j < c1; ++j) {
       const float v = h.slice.values[i * h.slice.cols + j];
       char text[24];
       if (v <= masked_threshold)
@@ -1010,7 +1116,7 @@ void App::draw_number_table(const Heatmap& h, const std::vector<std::string>* ro
   ImGui::EndTable();
 }
 
-// The file names and bytes are built only when a button is pressed.
+// The file names, bytes and texts are built only when a button is pressed.
 void App::export_buttons(const Heatmap& h, const char* name, const Tensor& value, PrintDtype dtype, bool menu,
                          const std::vector<std::string>* rows, const std::vector<std::string>* cols) {
   if (menu) {
@@ -1028,17 +1134,28 @@ void App::export_buttons(const Heatmap& h, const char* name, const Tensor& value
     for (size_t k : h.slice.leading) base += "_" + std::to_string(k);
     return base + extension;
   };
+  const auto figure = [&] {  // what attn encode --plot draws (core/plot)
+    return HeatmapFigure{slice_title(name, h.slice), h.slice, h.map, h.range, rows ? *rows : std::vector<std::string>{},
+                         cols ? *cols : std::vector<std::string>{}};
+  };
+  const auto copy = [&](const std::string& text, const char* what) {
+    platform_.copy_text(text);
+    status_ = format(Str::status_copied, what, text.size());
+  };
   try {
     if (item(Str::export_png, "png")) {
-      const size_t cell = std::max<size_t>(1, std::min<size_t>(32, 512 / std::max(h.slice.rows, h.slice.cols)));
+      const size_t cell = png_cell(h.slice.rows, h.slice.cols) * size_t(png_scale_);
       status_ = platform_.save_file(file_name(".png"), png_bytes(h.pixels, h.slice.cols, h.slice.rows, cell), "image/png");
     }
-    if (item(Str::export_svg, "svg")) {  // the figure attn encode --svg draws (core/plot/svg.hpp)
-      const HeatmapFigure figure{slice_title(name, h.slice), h.slice, h.map, h.range, rows ? *rows : std::vector<std::string>{},
-                                 cols ? *cols : std::vector<std::string>{}};
-      const std::string svg = heatmap_svg(figure);
-      status_ = platform_.save_file(file_name(".svg"), std::vector<uint8_t>(svg.begin(), svg.end()), "image/svg+xml");
-    }
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(ImGui::CalcTextSize("4×").x + ImGui::GetFrameHeight() + 12);
+    static const char* const scales[] = {"1×", "2×", "4×"};
+    int scale_index = png_scale_ == 4 ? 2 : png_scale_ - 1;
+    if (ImGui::Combo("##png_scale", &scale_index, scales, 3)) png_scale_ = 1 << scale_index;
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(Str::export_png_scale_tip));
+    if (item(Str::export_svg, "svg")) save_svg(file_name(".svg"), [&] { return heatmap_svg(figure()); });
+    if (item(Str::copy_csv, "csv")) copy(figure_csv(figure()), "CSV");
+    if (item(Str::copy_latex, "latex")) copy(figure_latex(figure()), "LaTeX");
     if (item(Str::export_json, "json")) {
       const std::string text = stage_json_text(Stage{name, value, dtype});
       status_ = platform_.save_file(std::string(name) + ".json", std::vector<uint8_t>(text.begin(), text.end()), "application/json");
@@ -1049,6 +1166,15 @@ void App::export_buttons(const Heatmap& h, const char* name, const Tensor& value
     status_ = format(Str::status_export_failed, e.what());
   }
   if (menu) ImGui::EndPopup();
+}
+
+void App::save_svg(const std::string& file, const std::function<std::string()>& make) {
+  try {
+    const std::string svg = make();
+    status_ = platform_.save_file(file, std::vector<uint8_t>(svg.begin(), svg.end()), "image/svg+xml");
+  } catch (const std::exception& e) {
+    status_ = format(Str::status_export_failed, e.what());
+  }
 }
 
 namespace {
@@ -1103,7 +1229,7 @@ Json App::view_json() const {
   }
   Json colors = Json::array(), values = Json::array(), exports = Json::object();
   for (const ButtonRect& b : export_buttons_) exports[b.name] = {b.x, b.y, b.w, b.h};
-  for (size_t i = 0; i < main_.slice.values.size(); ++i) {
+  for (size_t i = 0; main_.slice.values.size() <= max_json_cells && i < main_.slice.values.size(); ++i) {
     const Rgba c = value_color(main_.map, main_.range, main_.slice.values[i]);
     colors.push_back({c[0], c[1], c[2]});
     values.push_back(main_.slice.values[i]);
@@ -1119,7 +1245,8 @@ Json App::view_json() const {
           {"heatmap",
            {{"x", main_.x}, {"y", main_.y}, {"cell_w", main_.cell_w}, {"cell_h", main_.cell_h},
             {"rows", main_.slice.rows}, {"cols", main_.slice.cols}, {"colors", colors}, {"values", values},
-            {"export", exports}}},
+            {"export", exports}, {"zoom", main_.zoom}, {"view_row", main_.view_row}, {"view_col", main_.view_col},
+            {"box", main_.box}, {"minimap", main_.minimap}, {"row_sums", main_.row_sums}, {"col_sums", main_.col_sums}}},
           {"masks",
            {{"layer", unmasked_layer_}, {"leading", masked_.slice.leading}, {"rows", masked_.slice.rows},
             {"unmasked", unmasked_.slice.values}, {"masked", masked_.slice.values},
@@ -1133,6 +1260,7 @@ Json App::view_json() const {
             {"patching", patching_json()}}},
           {"train", train},
           {"generate", generate_json()},
+          {"compare", compare_json()},
           {"layout", {{"boxes", layout_.boxes().size()}, {"problems", layout_.problems()}}}};
 }
 

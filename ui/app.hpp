@@ -5,6 +5,7 @@
 // selected stage, indices) changes.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -31,6 +32,8 @@ class Platform {
   // A browser download or a file; returns a message for the status line ("saved …").
   virtual std::string save_file(const std::string& name, const std::vector<uint8_t>& bytes,
                                 const std::string& mime) = 0;
+  // Puts text on the clipboard: ImGui's (the system's, natively); the web page's navigator.clipboard too.
+  virtual void copy_text(const std::string& text) { ImGui::SetClipboardText(text.c_str()); }
   // True where the sentences are edited outside ImGui (the web page's text field: IME input).
   virtual bool external_sentence_field() const = 0;
   // True where model files are chosen outside ImGui (the web page's file input); else path fields.
@@ -62,12 +65,19 @@ struct Heatmap {
   ColorMap map = ColorMap::sequential;
   ValueRange range;
   std::vector<uint8_t> pixels;
-  // Where it was last drawn (screen pixels) — for tests and for picking.
+  std::vector<float> row_sums, col_sums;  // of the slice's rows and columns, masked values left out (the hover)
+  // Zoom and pan (long inputs): `zoom` times the size that fits (1: the whole slice), from the first row
+  // and column shown (fractional). Kept while the slice keeps its shape.
+  float zoom = 1, view_row = 0, view_col = 0;
+  // Where it was last drawn (screen pixels) — for tests and for picking: the corner of the whole slice at
+  // this zoom (outside the box when panned) and a cell's size; the box the picture fills; the minimap
+  // (x, y, w, h; zero while not zoomed).
   float x = 0, y = 0, cell_w = 0, cell_h = 0;
+  float box[4] = {}, minimap[4] = {};
 };
 
-enum class Tab { stage, masks, positional_encoding, interventions, train, generate, tour };
-// "stage" | "masks" | "positional_encoding" | "interventions" | "train" | "generate" | "tour"; parse throws
+enum class Tab { stage, masks, positional_encoding, interventions, train, generate, compare, tour };
+// "stage" | "masks" | "positional_encoding" | "interventions" | "train" | "generate" | "compare" | "tour"; parse throws
 // InputError for another name.
 const char* tab_name(Tab tab);
 Tab parse_tab(const std::string& name);
@@ -107,7 +117,7 @@ class App {
   void select_tab(Tab tab) { pending_tab_ = int(tab); }
   // For automation: any of {"tab", "stage", "batch", "layer", "head", "model_view", "patching", "train_item",
   // "train_layer", "train_head", "replay", "train_score", "tour", "generate", "generate_token",
-  // "generate_layer"} (indices clamped when drawn; tour 0 ends the tour; "generate": the Generate tab's
+  // "generate_layer", "png_scale" (1, 2, 4), "zoom" ([zoom, first row, first column] of the Stage view's heatmap)} (indices clamped when drawn; tour 0 ends the tour; "generate": the Generate tab's
   // settings {prompt, max_new_tokens, temperature, top_k, top_p, seed} (generate_settings), which start
   // it, a token a frame); unknown keys and wrong types throw InputError.
   void select_view(const Json& view);
@@ -118,7 +128,8 @@ class App {
   // Masks, Positional encoding and Train tabs.
   Json layout_views() const;
   // {"tab", "stage", "batch", "head", "layer", "lang", "tour", "missing_glyphs", "layout",
-  //  "heatmap": {x, y, cell_w, cell_h, rows, cols, colors, values}, "masks": {"layer", "head", "unmasked", "masked", "pad_without", "pad_with"},
+  //  "heatmap": {x, y, cell_w, cell_h, rows, cols, colors, values (both empty past 65,536 cells), zoom, view_row,
+  //  view_col, box, minimap, row_sums, col_sums, export}, "masks": {"layer", "head", "unmasked", "masked", "pad_without", "pad_with"},
   //  "model_view": {layers, heads, cells: [{layer, head, x, y, w, h}]}, "interventions": {view, cells,
   //  ablated (its text), effect: [line, …], patching: {attn patch --json's document, done, error, heads:
   //  {x, y, cell_w, cell_h}}}, "train": {item, layer, head,
@@ -126,6 +137,8 @@ class App {
   //  samples: [{step, sample}], head_scores: {kind: [[…]]} (of the snapshot shown)},
   //  "generate": {running, done, error, text, ids, tokens, probabilities, selected, layer,
   //  heatmap: {x, y, cell_w, rows, cols, values}},
+  //  "compare": {pinned, a, b, summary, stage (texts shown), maps: [A, B, B - A: {x, y, cell_w, cell_h, rows,
+  //  cols, lo, hi, values}], row_labels, col_labels (the difference's)},
   //  "layout": {"boxes", "problems": [sentence, …]}}
   Json view_json() const;
 
@@ -176,6 +189,14 @@ class App {
   void draw_pe_view(float width);
   // Rebuilds h when key changed (true); a mask (0/1) uses the fixed range [0, 1].
   bool refresh(Heatmap& h, const ViewKey& key, const Tensor& t, ColorMap map, bool is_mask = false);
+  // Draws h.slice (cut to what a texture holds) in `map` over `range`: its pixels and texture.
+  void show_slice(Heatmap& h, ColorMap map, ValueRange range);
+  // A stage's axis labels for item `item`: its tokens on sequence axes, else indices (null: none).
+  struct AxisLabels {
+    const std::vector<std::string>* rows;
+    const std::vector<std::string>* cols;
+  };
+  AxisLabels axis_labels(const Computed& r, const Stage& stage, size_t item) const;
   // A heatmap with its axis labels and legend in at most max_w x max_h (id also names it in the layout);
   // legend_room: at least this wide for the legend (heatmaps side by side get the same cells).
   void draw_heatmap(Heatmap& h, const std::vector<std::string>* row_labels,
@@ -186,14 +207,20 @@ class App {
   void draw_col_labels(const Heatmap& h, const std::vector<std::string>& labels, int lines, float widest, ImVec2 bounds,
                        float top, const char* id);
   void draw_cell_values(const Heatmap& h);
+  // The minimap of a zoomed heatmap at `at`, `w` wide: the whole slice, the part shown framed; a click or a
+  // drag there moves the view. Returns its height.
+  float draw_minimap(Heatmap& h, ImVec2 at, float w, const char* id);
   // A text item cut to max_w (an ellipsis, the whole text in a tooltip), recorded as a title of owner.
   void fitted_title(const char* text, float max_w, const char* owner);
   void draw_number_table(const Heatmap& h, const std::vector<std::string>* row_labels,
                          const std::vector<std::string>* col_labels);
-  // PNG, JSON and .npy of a heatmap's tensor: three buttons, or (menu) one small button opening them.
-  // PNG, SVG (with `rows` / `cols` as its labels, else the indices), JSON and .npy of a heatmap's stage.
+  // A heatmap's exports, as a row of buttons or (menu) one small button opening them: PNG at the chosen
+  // scale; SVG, CSV and LaTeX (copied) with `rows` / `cols` as its labels, else the indices; JSON and .npy
+  // of its stage.
   void export_buttons(const Heatmap& h, const char* name, const Tensor& value, PrintDtype dtype, bool menu = false,
                       const std::vector<std::string>* rows = nullptr, const std::vector<std::string>* cols = nullptr);
+  // Saves make()'s SVG as `file`; a refusal (an empty view, too many cells) is the status line's message.
+  void save_svg(const std::string& file, const std::function<std::string()>& make);
   const Stage* find_stage(const std::string& name) const;
   void apply(const PlaygroundConfig& config) { playground_.set_config(config); }
   void refresh_labels();
@@ -252,6 +279,14 @@ class App {
   void draw_generated_token(float width);
   void refresh_generate_cache();
   Json generate_json() const;
+  // The Compare tab (ui/app_compare.cpp): the pinned run A and the current one B, the selected stage of
+  // each side by side with B − A, and every stage's measures (the Playground's TraceDiff).
+  void draw_compare_view(float width);
+  void draw_compare_controls();
+  void refresh_compare_cache(const TraceDiff& diff);
+  void draw_compare_maps(float width, float height);
+  void draw_compare_table(const TraceDiff& diff);
+  Json compare_json() const;
 
   Playground& playground_;
   Platform& platform_;
@@ -351,6 +386,7 @@ class App {
   Heatmap train_main_;
   std::vector<ButtonRect> train_buttons_;
   std::vector<ButtonRect> export_buttons_;  // the stage view's export row (view_json's heatmap.export)
+  int png_scale_ = 1;                       // Export PNG's scale: 1, 2 or 4
   struct AblatedAccuracyShown {  // the last "accuracy with this head ablated", for the run it was asked of
     uint64_t run = 0;
     int layer = 0, head = 0;
@@ -373,6 +409,21 @@ class App {
   std::vector<std::string> generate_key_labels_, generate_head_labels_, generate_candidates_;
   std::string generate_caption_, generate_count_;
   Heatmap generate_map_;
+  // The Compare tab's view of A and B (rebuilt when a run, the stage, the item, the head, the tolerance or the
+  // language changes): A, B and B − A of the stage (the difference empty when the shapes differ or a run
+  // lacks the stage); the difference's labels (B's tokens, "a→b" where A's differ); the texts shown.
+  struct CompareKey {
+    uint64_t pinned = ~uint64_t(0), result = 0;
+    std::string stage;
+    int batch = -1, head = -1;
+    double rtol = 0, atol = 0;
+    Lang lang = Lang::en;
+  } compare_key_;
+  Heatmap compare_maps_[3];
+  Tensor compare_delta_;
+  std::vector<std::string> compare_labels_[2];
+  std::string compare_a_text_, compare_b_text_, compare_summary_, compare_counts_, compare_stage_text_;
+  std::optional<StageDiff> compare_stage_;  // the stage's measures (none: neither run has it)
   LayoutLog layout_;  // this frame's boxes (cleared when a frame starts)
 };
 

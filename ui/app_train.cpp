@@ -6,6 +6,7 @@
 
 #include "core/base/error.hpp"
 #include "core/train/train_data.hpp"
+#include "core/plot/svg.hpp"
 #include "ui/app.hpp"
 #include "ui/app_head_grid.hpp"
 #include "ui/strings.hpp"
@@ -143,6 +144,15 @@ void App::draw_model_view() {
   size_t batch = r->tokens.size();
   index_slider(tr(Str::batch_item), batch_, batch, false);
   ImGui::TextColored(dim_color, tr(Str::grid_caption), batch_);
+  ImGui::SameLine();
+  if (ImGui::SmallButton(tr(Str::export_svg)))  // every head as drawn, a vector figure (core/plot/svg.hpp)
+    save_svg("every_head.svg", [&] {
+      std::vector<HeatmapFigure> figures;
+      for (size_t k = 0; k < layers * heads && k < stage_grid_.size(); ++k)
+        figures.push_back({"L" + std::to_string(k / heads) + " H" + std::to_string(k % heads), stage_grid_[k].slice,
+                           stage_grid_[k].map, stage_grid_[k].range, {}, {}});
+      return heads_svg(format(Str::grid_caption, batch_), figures, layers);
+    });
   ImGui::BeginChild("grid", ImVec2(0, 0), false);
   int layer = layer_, head = head_;
   // [B, H, S, S] per layer (the first tutorial's [B, S, S]: its head index is ignored).
@@ -407,6 +417,30 @@ void App::draw_train_curves(float width) {
   ImGui::SameLine();
   ImGui::TextColored(ImVec4(1.0f, 0.67f, 0.24f, 1.0f), "%s", tr(Str::validation));
   const bool induction = !induction_points_.empty();  // the phase change's two curves beside them
+  ImGui::SameLine();
+  if (ImGui::SmallButton(tr(Str::export_svg))) ImGui::OpenPopup("curves_svg");
+  if (ImGui::BeginPopup("curves_svg")) {  // each chart as a vector figure, the curves as drawn
+    const auto points = [](const std::vector<ImVec2>& from) {
+      std::vector<std::pair<double, double>> out;
+      for (const ImVec2& p : from) out.emplace_back(p.x, p.y);
+      return out;
+    };
+    const auto chart = [&](const char* file, Str title, const std::vector<ImVec2>& train, const std::vector<ImVec2>& val,
+                           bool log_y) {
+      if (ImGui::MenuItem(tr(title)))
+        save_svg(file, [&] {
+          return curves_svg(tr(title), {{tr(Str::training), "#59a1ff", points(train)}, {tr(Str::validation), "#ffab3d", points(val)}},
+                            log_y);
+        });
+    };
+    chart("loss.svg", Str::loss, loss_points_, val_loss_points_, log_loss_);
+    chart("accuracy.svg", Str::accuracy, accuracy_points_, val_accuracy_points_, false);
+    if (induction) {
+      chart("repeated_loss.svg", Str::repeated_loss_chart, no_points_, repeated_loss_points_, log_loss_);
+      chart("induction_score.svg", Str::induction_score_chart, no_points_, induction_points_, false);
+    }
+    ImGui::EndPopup();
+  }
   const ImVec2 size(std::max(160.0f, width / (induction ? 4.0f : 2.0f) - 8), 150);
   line_chart("loss", tr(Str::loss), loss_points_, val_loss_points_, log_loss_, size, plot_scratch_, layout_);
   ImGui::SameLine();

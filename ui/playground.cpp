@@ -19,21 +19,6 @@
 #include "ui/tour.hpp"
 #include "ui/training.hpp"
 
-#ifdef ATTN_HAVE_STB
-#define STB_IMAGE_WRITE_IMPLEMENTATION
-#define STB_IMAGE_WRITE_STATIC
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wconversion"
-#pragma GCC diagnostic ignored "-Wsign-conversion"
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-#endif
-#include <stb/stb_image_write.h>
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
-#endif
 
 namespace attn::ui {
 
@@ -292,9 +277,13 @@ std::string to_hash(const PlaygroundConfig& c) {
   return out;
 }
 
-PlaygroundConfig from_hash(const std::string& hash) {
-  std::string text = !hash.empty() && hash[0] == '#' ? hash.substr(1) : hash;
-  std::vector<std::pair<std::string, std::string>> pairs;
+namespace {
+
+using HashPairs = std::vector<std::pair<std::string, std::string>>;
+
+HashPairs hash_pairs(const std::string& hash) {
+  const std::string text = !hash.empty() && hash[0] == '#' ? hash.substr(1) : hash;
+  HashPairs pairs;
   size_t start = 0;
   while (start <= text.size() && !text.empty()) {
     size_t end = text.find('&', start);
@@ -307,6 +296,13 @@ PlaygroundConfig from_hash(const std::string& hash) {
     }
     start = end + 1;
   }
+  return pairs;
+}
+
+// compare=1 and a.KEY: run A's settings, not the configuration's.
+bool is_compare_key(const std::string& key) { return key == "compare" || key.rfind("a.", 0) == 0; }
+
+PlaygroundConfig config_from_pairs(const HashPairs& pairs) {
   ModelKind kind = ModelKind::tutorial;
   for (const auto& [k, v] : pairs)
     if (k == "model") kind = parse_model_kind(v);
@@ -320,6 +316,45 @@ PlaygroundConfig from_hash(const std::string& hash) {
   }
   if (!sentences.empty()) c.sentences = sentences;
   return without_unused(tour_config(c, c.tour));  // a step of the second tutorial shows the Transformer
+}
+
+}  // namespace
+
+PlaygroundConfig from_hash(const std::string& hash) {
+  HashPairs pairs = hash_pairs(hash);
+  pairs.erase(std::remove_if(pairs.begin(), pairs.end(), [](const auto& p) { return is_compare_key(p.first); }),
+              pairs.end());
+  return config_from_pairs(pairs);
+}
+
+std::string run_summary(const PlaygroundConfig& c) {
+  std::string sentences;
+  for (const auto& s : c.sentences) sentences += (sentences.empty() ? "" : " | ") + s;
+  std::string model = c.model == ModelKind::loaded && c.loaded ? c.loaded->name : model_kind_name(c.model);
+  if (!c.ablation.empty()) {  // before the sentences, which a narrow view cuts
+    std::string what = head_list_text(c.ablation.heads);
+    if (!c.ablation.mlps.empty()) what += (what.empty() ? "mlp " : " mlp ") + layer_list_text(c.ablation.mlps);
+    model += format(Str::compare_ablated, (what + " (" + ablation_kind_name(c.ablation.kind) + ")").c_str());
+  }
+  return format(Str::compare_run, model.c_str(), std::to_string(c.seed).c_str(), mask_kind_name(c.mask).c_str(),
+                sentences.c_str());
+}
+
+std::optional<PlaygroundConfig> compare_from_hash(const std::string& hash) {
+  HashPairs a;
+  bool compare = false;
+  for (const auto& [k, v] : hash_pairs(hash)) {
+    if (k == "compare" && v != "1") throw InputError("URL setting compare must be 1 (got '" + v + "')");
+    if (k == "compare") compare = true;
+    else if (k.rfind("a.", 0) == 0) a.emplace_back(k.substr(2), v);
+  }
+  if (!compare && a.empty()) return std::nullopt;
+  if (!compare) throw InputError("URL settings a.* (run A) need compare=1");
+  try {
+    return config_from_pairs(a);
+  } catch (const InputError& e) {
+    throw InputError(std::string("run A (a.*): ") + e.what());
+  }
 }
 
 PlaygroundConfig apply_settings(const PlaygroundConfig& base, const Json& settings) {
@@ -698,6 +733,95 @@ void Playground::set_shown_layer(size_t layer) {
   if (backend_ && config_.model != ModelKind::tutorial && !config_.train) dirty_ = true;
 }
 
+// --- the compare view's run A ---
+
+namespace {
+// What of a configuration A keeps: what it computes (the UI's language, tour and the other tabs' inputs are B's).
+PlaygroundConfig computed_part(PlaygroundConfig c) {
+  c.lang.clear();
+  c.tour = 0;
+  c.patching = PlaygroundConfig::Patching();
+  c.training = Json::object();
+  return c;
+}
+}  // namespace
+
+void Playground::pin() {
+  if (!result_) return;
+  pinned_ = result_;
+  pinned_config_ = computed_part(config_);
+  ++pinned_generation_;
+  ++config_generation_;
+}
+
+void Playground::pin_config(const PlaygroundConfig& config) {
+  const PlaygroundConfig a = computed_part(config);
+  if (pinned_ && a == pinned_config_) return;
+  try {
+    pinned_ = compute(a);
+  } catch (const std::bad_alloc&) {
+    throw InputError(tr(Str::compute_out_of_memory));
+  }
+  pinned_config_ = a;
+  ++pinned_generation_;
+  ++config_generation_;
+}
+
+void Playground::unpin() {
+  if (!pinned_) return;
+  pinned_.reset();
+  diff_.reset();
+  ++pinned_generation_;
+  ++config_generation_;
+}
+
+void Playground::set_tolerance(Tolerance tolerance) {
+  if (tolerance.rtol == tolerance_.rtol && tolerance.atol == tolerance_.atol) return;
+  if (!(tolerance.rtol >= 0) || !(tolerance.atol >= 0)) throw InputError("rtol and atol must be numbers >= 0");
+  tolerance_ = tolerance;
+  diff_.reset();
+}
+
+const TraceDiff* Playground::compare() {
+  if (!pinned_ || !result_) return nullptr;
+  if (!diff_ || diff_pinned_ != pinned_generation_ || diff_result_ != result_generation_) {
+    diff_ = diff_traces(pinned_->trace.stages(), result_->trace.stages(), tolerance_);
+    diff_pinned_ = pinned_generation_;
+    diff_result_ = result_generation_;
+  }
+  return &*diff_;
+}
+
+std::string compare_hash(const PlaygroundConfig& a) {
+  std::string hash = "compare=1";
+  const std::string pairs = to_hash(a);
+  for (size_t start = 0; start < pairs.size();) {
+    const size_t end = std::min(pairs.find('&', start), pairs.size());
+    hash += "&a." + pairs.substr(start, end - start);
+    start = end + 1;
+  }
+  return hash;
+}
+
+std::string Playground::hash() const {
+  const std::string hash = to_hash(config_);
+  if (!pinned_ || pinned_config_.model == ModelKind::loaded) return hash;
+  return hash + (hash.empty() ? "" : "&") + compare_hash(pinned_config_);
+}
+
+void Playground::set_hash(const std::string& hash) {
+  PlaygroundConfig config = from_hash(hash);
+  std::optional<PlaygroundConfig> a = compare_from_hash(hash);
+  attach_model(config, config_.loaded);
+  if (a) {
+    attach_model(*a, config_.loaded);
+    pin_config(*a);
+  } else if (pinned_config_.model != ModelKind::loaded) {
+    unpin();
+  }
+  set_config(config);
+}
+
 bool Playground::update() {
   if (!dirty_) return false;
   dirty_ = false;
@@ -807,29 +931,6 @@ const char* stage_formula(const std::string& n) {
   for (const Rule& r : rules)
     if (ends_with(n, r.suffix)) return r.korean && language() == Lang::ko ? r.korean : r.formula;
   return "";
-}
-
-std::vector<uint8_t> png_bytes(const std::vector<uint8_t>& rgba, size_t width, size_t height, size_t cell) {
-  cell = std::max<size_t>(cell, 1);
-  const size_t w = width * cell, h = height * cell;
-  std::vector<uint8_t> big(w * h * 4);
-  for (size_t y = 0; y < h; ++y)
-    for (size_t x = 0; x < w; ++x)
-      std::copy_n(rgba.begin() + std::ptrdiff_t(((y / cell) * width + x / cell) * 4), 4,
-                  big.begin() + std::ptrdiff_t((y * w + x) * 4));
-  std::vector<uint8_t> out;
-  auto sink = [](void* context, void* data, int size) {
-    auto* o = static_cast<std::vector<uint8_t>*>(context);
-    o->insert(o->end(), static_cast<uint8_t*>(data), static_cast<uint8_t*>(data) + size);
-  };
-#ifdef ATTN_HAVE_STB
-  if (!stbi_write_png_to_func(sink, &out, int(w), int(h), 4, big.data(), int(w * 4)))
-    throw InputError("PNG encoding failed");
-#else
-  (void)sink;
-  throw InputError("PNG export is not built in (stb_image_write.h was missing)");
-#endif
-  return out;
 }
 
 std::string stage_json_text(const Stage& stage) {

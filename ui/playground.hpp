@@ -17,6 +17,7 @@
 #include "core/model/pretrained.hpp"
 #include "core/text/tokenizer.hpp"
 #include "core/model/trace.hpp"
+#include "core/model/trace_diff.hpp"
 #include "core/model/transformer.hpp"
 #include "core/plot/heatmap.hpp"
 #include "core/model/tutorial.hpp"
@@ -83,6 +84,13 @@ std::string to_hash(const PlaygroundConfig& config);
 // Parses a hash (with or without '#'); unknown keys and bad values throw InputError naming them, and
 // so do sizes with model=loaded (its config sets them).
 PlaygroundConfig from_hash(const std::string& hash);
+// The compare view's run A in a hash: its settings as a.KEY=VALUE after compare=1 (the same keys as
+// to_hash's), or none; InputError names a bad one.
+std::optional<PlaygroundConfig> compare_from_hash(const std::string& hash);
+std::string compare_hash(const PlaygroundConfig& a);  // "compare=1&a.KEY=VALUE…": what compare_from_hash reads
+// A run's configuration in a line, for the compare view: "transformer · seed 1 · mask padding · 나는 … | …"
+// (a loaded model by its files' names; an ablation after it).
+std::string run_summary(const PlaygroundConfig& config);
 std::string percent_encode(const std::string& text);
 std::string percent_decode(const std::string& text);  // throws InputError on a bad escape
 
@@ -212,13 +220,41 @@ class Playground {
   // With a backend: the layer whose stages are pulled back (recomputes when it changes).
   void set_shown_layer(size_t layer);
 
+  // The compare view's run A, beside the current one (B). pin(): the current result as it stands (kept,
+  // not recomputed: a train-mode run's dropout would not draw the same again); pin_config(): A computed
+  // from a configuration (a link, the JS API), InputError when it cannot be; unpin(): none. Each counts
+  // as a configuration change (the URL hash carries A) but recomputes nothing of B.
+  void pin();
+  void pin_config(const PlaygroundConfig& a);
+  void unpin();
+  const Computed* pinned() const { return pinned_.get(); }
+  const PlaygroundConfig& pinned_config() const { return pinned_config_; }
+  uint64_t pinned_generation() const { return pinned_generation_; }
+  // A against the current result stage by stage, B the reference (attn diff A B's measures); rebuilt
+  // when either run or the tolerance changes; null without both.
+  const TraceDiff* compare();
+  Tolerance tolerance() const { return tolerance_; }
+  void set_tolerance(Tolerance tolerance);
+  // The URL hash: to_hash of the configuration, then A's settings where A fits in a link (not a model
+  // read from files).
+  std::string hash() const;
+  // Applies a hash: the configuration (the loaded model kept: a link cannot carry files) and A (or none,
+  // unless A is a loaded model's and so could not be in it). InputError changes nothing.
+  void set_hash(const std::string& hash);
+
  private:
   PlaygroundConfig config_;
   std::unique_ptr<Backend> backend_;
   BackendChoice choice_;
   size_t shown_layer_ = 0;
-  std::unique_ptr<Computed> result_;
+  std::shared_ptr<const Computed> result_;
   std::string error_;
+  std::shared_ptr<const Computed> pinned_;
+  PlaygroundConfig pinned_config_;
+  uint64_t pinned_generation_ = 0;
+  Tolerance tolerance_;
+  std::optional<TraceDiff> diff_;
+  uint64_t diff_pinned_ = 0, diff_result_ = 0;  // the runs diff_ compares
   bool dirty_ = true;
   uint64_t config_generation_ = 1, result_generation_ = 0;
   size_t compute_count_ = 0;
@@ -233,8 +269,6 @@ int stage_layer(const std::string& stage_name);
 // The same stage of another layer ("layers.1.norm1", 2 → "layers.2.norm1"); others unchanged.
 std::string stage_in_layer(const std::string& stage_name, size_t layer);
 
-// The same image scaled up by `cell` pixels per cell, as PNG bytes (stb_image_write).
-std::vector<uint8_t> png_bytes(const std::vector<uint8_t>& rgba, size_t width, size_t height, size_t cell = 1);
 // A stage as {"name", "shape", "data"} and as .npy bytes (numpy.save's format).
 std::string stage_json_text(const Stage& stage);
 std::vector<uint8_t> stage_npy_bytes(const Tensor& t);

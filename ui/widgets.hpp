@@ -13,6 +13,7 @@ namespace attn::ui {
 
 inline const ImVec4 error_color(1.0f, 0.45f, 0.4f, 1.0f);
 inline const ImVec4 dim_color(0.65f, 0.65f, 0.7f, 1.0f);
+inline constexpr size_t max_json_cells = 65536;  // view_json's heatmap values and colours: none for larger maps
 inline const char* const mask_names[] = {"none", "padding", "causal", "padding+causal"};  // MaskKind's order
 
 // A slider over [0, count) that clamps `value` even when hidden (count 1) or when the count shrank.

@@ -20,6 +20,17 @@
     }
   }
 
+  // ImGui's Emscripten backend listens for the wheel on the whole document and prevents its default, which
+  // a passive listener (Chrome's default there) cannot: an error each time. Its listener gets the canvas's
+  // wheel events only, unpassive (zooming a heatmap does not scroll the page; the text field scrolls).
+  const addListener = document.addEventListener;
+  document.addEventListener = function (type, handler, options) {
+    if (type !== 'wheel' && type !== 'mousewheel') return addListener.call(this, type, handler, options);
+    const onCanvas = function (e) { if (e.target && e.target.id === 'canvas') return handler.call(this, e); };
+    const capture = options === true || Boolean(options && options.capture);
+    return addListener.call(this, type, onCanvas, { capture, passive: false });
+  };
+
   // The font is a static file next to the page, fetched while the wasm compiles; it must be in the
   // file system before main runs.
   const font = fetch('NanumGothic-subset.ttf').then((r) => {
@@ -118,6 +129,14 @@
     setTimeout(() => URL.revokeObjectURL(url), 1000);
   };
 
+  // Copy CSV / Copy LaTeX: the system clipboard where the page may write it (the click just happened);
+  // the text also stays in attnlab.copied (for tests, and for pages the clipboard refuses).
+  Module.attnlabCopy = function (text) {
+    window.attnlab.copied = text;
+    if (navigator.clipboard && navigator.clipboard.writeText)
+      navigator.clipboard.writeText(text).catch((e) => console.info('attnlab: clipboard: ' + e.message));
+  };
+
   // Training data: kept in MEMFS (a reset reads it again), one folder per file chosen.
   let dataFiles = 0;
   function writeDataFile(value) {  // {name, bytes} | bytes | string: returns its MEMFS path
@@ -140,12 +159,30 @@
   window.attnlab = {
     ready,
     firstFrameMs: null,
+    copied: null,  // the last text Copy CSV / Copy LaTeX put on the clipboard
     runtimeReadyMs: null,
-    // The trace document of the current state: `attn tutorial --json` or `attn encode --json`.
-    trace() {
+    // The trace document of the current state: `attn tutorial --json` or `attn encode --json`; trace('a'):
+    // the compare view's pinned run A's.
+    trace(which) {
+      if (which === 'a') {
+        const a = call('attnlab_pinned_trace', 'string', [], []);
+        if (!a) throw new Error('no run is pinned as A (compare())');
+        return JSON.parse(a);
+      }
       const text = call('attnlab_trace', 'string', [], []);
       if (!text) throw new Error(JSON.parse(call('attnlab_state', 'string', [], [])).error);
       return JSON.parse(text);
+    },
+    // compare({a, b, rtol, atol}): pins run A — the current settings with `a`'s applied (set()'s keys), or
+    // without `a` the current run as it is — then applies `b`'s settings to the current run (B), and shows
+    // the Compare tab: the selected stage of A and B side by side and B − A. Returns `attn diff A B --json`'s
+    // document ({rtol, atol, compared, first_differing, passed, stages: [{name, status, max_abs, max_rel,
+    // max_ulps, …}]}). In the URL hash as compare=1&a.KEY=VALUE. compare(null) clears A. Throws with the
+    // reason settings are refused (nothing changed then).
+    compare(request) {
+      const out = JSON.parse(call('attnlab_compare', 'string', ['string'], [JSON.stringify(request === undefined ? {} : request)]));
+      if (out.error) throw new Error(out.error);
+      return out;
     },
     // set({sentences, seed, d_model, num_heads, num_layers, d_ff, max_len, num_classes, mask, dropout,
     //      train, norm_first, model, lang, tour, ablate, ablate_mlp, ablation}); lang: 'en', 'ko' or '' (the
@@ -315,6 +352,16 @@
         show(error ? say('page_not_loaded', error) : say('page_loaded', window.attnlab.state().loaded_model));
       });
     }
+    // A text file as the sentences (one a line): long inputs need not be pasted.
+    const textPicker = document.getElementById('sentences-file');
+    if (textPicker) textPicker.addEventListener('change', async () => {
+      const file = textPicker.files[0];
+      textPicker.value = '';
+      if (!file) return;
+      const text = await file.text();
+      if (f) f.value = text;
+      call('attnlab_set_sentences', null, ['string'], [text]);
+    });
     const dataPicker = document.getElementById('train-data');
     if (dataPicker) dataPicker.addEventListener('change', async () => {
       const f = dataPicker.files[0];

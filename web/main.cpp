@@ -31,6 +31,10 @@ class WebPlatform : public attn::ui::GlPlatform {
            bytes.data(), bytes.size(), mime.c_str());
     return attn::ui::format(attn::ui::Str::status_downloaded, name.c_str());
   }
+  void copy_text(const std::string& text) override {
+    ImGui::SetClipboardText(text.c_str());
+    EM_ASM({ Module.attnlabCopy(UTF8ToString($0)); }, text.c_str());
+  }
   bool external_sentence_field() const override { return true; }
   bool external_model_picker() const override { return true; }
   std::string font_path() const override { return "/font.ttf"; }  // api.js writes it before main
@@ -53,7 +57,7 @@ State* state = nullptr;
 void publish_config() {
   if (state->published_generation == state->playground.config_generation()) return;
   state->published_generation = state->playground.config_generation();
-  const std::string hash = attn::ui::to_hash(state->playground.config());
+  const std::string hash = state->playground.hash();
   const std::string text = attn::ui::sentences_text(state->playground.config().sentences);
   const attn::ui::Lang lang = attn::ui::language_of(state->playground.config());
   const std::string labels = attn::ui::page_strings(lang).dump();
@@ -119,11 +123,57 @@ EMSCRIPTEN_KEEPALIVE const char* attnlab_set(const char* json) {
   }
 }
 
+// The compare view's run A as a trace document; "" when none is pinned.
+EMSCRIPTEN_KEEPALIVE const char* attnlab_pinned_trace() {
+  const attn::ui::Computed* a = state->playground.pinned();
+  return hand_to_js(a ? a->json().dump() : "");
+}
+
+// compare({a, b, rtol, atol}) of api.js: A = the configuration with `a`'s settings (without `a`: the
+// current run as it is), B = the configuration with `b`'s; shows the Compare tab; attn diff --json's
+// document of A against B, or {"error"} (nothing changed). null or false clears A.
+EMSCRIPTEN_KEEPALIVE const char* attnlab_compare(const char* json) {
+  attn::ui::Playground& p = state->playground;
+  try {
+    const attn::Json request = attn::Json::parse(json);
+    if (request.is_null() || request == attn::Json(false)) {
+      p.unpin();
+      publish_config();
+      return hand_to_js("{}");
+    }
+    if (!request.is_object()) throw attn::InputError("compare takes {a, b, rtol, atol} or null");
+    attn::Tolerance tolerance = p.tolerance();
+    for (const auto& [key, value] : request.items()) {
+      if (key == "a" || key == "b") continue;
+      if (key != "rtol" && key != "atol") throw attn::InputError("unknown compare key '" + key + "' (a, b, rtol, atol)");
+      if (!value.is_number() || !(value.get<double>() >= 0)) throw attn::InputError(key + " must be a number >= 0");
+      (key == "rtol" ? tolerance.rtol : tolerance.atol) = value.get<double>();
+    }
+    const attn::ui::PlaygroundConfig base = p.config();
+    const attn::ui::PlaygroundConfig b = request.contains("b") ? attn::ui::apply_settings(base, request["b"]) : base;
+    if (request.contains("a")) {
+      p.pin_config(attn::ui::apply_settings(base, request["a"]));
+    } else {
+      p.update();
+      if (!p.result()) throw attn::InputError("the current run cannot be A: " + p.error());
+      p.pin();
+    }
+    p.set_tolerance(tolerance);
+    p.set_config(b);
+    p.update();
+    state->app->select_tab(attn::ui::Tab::compare);
+    publish_config();
+    const attn::TraceDiff* diff = p.compare();
+    if (!diff) throw attn::InputError("run B: " + p.error());
+    return hand_to_js(attn::diff_json(*diff, p.tolerance()).dump());
+  } catch (const std::exception& e) {
+    return hand_to_js(attn::Json{{"error", e.what()}}.dump());
+  }
+}
+
 EMSCRIPTEN_KEEPALIVE const char* attnlab_set_hash(const char* hash) {
   try {
-    attn::ui::PlaygroundConfig c = attn::ui::from_hash(hash);
-    attn::ui::attach_model(c, state->playground.config().loaded);  // a hash cannot carry the files
-    state->playground.set_config(c);
+    state->playground.set_hash(hash);  // the loaded model kept: a hash cannot carry the files
     return hand_to_js("");
   } catch (const std::exception& e) {
     return hand_to_js(e.what());
@@ -135,7 +185,7 @@ EMSCRIPTEN_KEEPALIVE void attnlab_set_sentences(const char* text) {
   c.sentences = attn::ui::parse_sentences_text(text);
   state->playground.set_config(c);
   state->published_generation = state->playground.config_generation();  // the field already shows it
-  EM_ASM({ Module.attnlabConfigChanged(UTF8ToString($0), null, null, null); }, attn::ui::to_hash(c).c_str());
+  EM_ASM({ Module.attnlabConfigChanged(UTF8ToString($0), null, null, null); }, state->playground.hash().c_str());
 }
 
 EMSCRIPTEN_KEEPALIVE void attnlab_select_stage(const char* name) { state->app->select_stage(name); }
@@ -270,7 +320,7 @@ EMSCRIPTEN_KEEPALIVE const char* attnlab_training_log() {
 EMSCRIPTEN_KEEPALIVE const char* attnlab_state() {
   const attn::ui::Computed* r = state->playground.result();
   attn::Json doc = {{"settings", attn::ui::settings_json(state->playground.config())},
-                    {"hash", attn::ui::to_hash(state->playground.config())},
+                    {"hash", state->playground.hash()},
                     {"lang", attn::ui::lang_code(attn::ui::language_of(state->playground.config()))},
                     {"error", state->playground.error()},
                     {"status", state->app->status()},

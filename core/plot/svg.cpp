@@ -39,14 +39,29 @@ double text_width(const std::string& text) {
   return w;
 }
 
+// The document's start: its size, the font, a white page, the title as <title> and as text at the top.
+std::string svg_open(double width, double height, const std::string& title) {
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" + num(width) + "\" height=\"" + num(height) +
+         "\" viewBox=\"0 0 " + num(width) + " " + num(height) + "\" font-family=\"" + xml_text(figure_font) +
+         "\" font-size=\"" + num(label_font) + "\">\n";
+  out += "<title>" + xml_text(title) + "</title>\n<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
+  return out + "<text class=\"title\" x=\"10\" y=\"" + num(10 + title_font) + "\" font-size=\"" + num(title_font) + "\">" +
+         xml_text(title) + "</text>\n";
+}
+
+std::string text_at(double x, double y, const std::string& text, const char* anchor = "start") {
+  return "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\" text-anchor=\"" + anchor + "\">" + xml_text(text) + "</text>\n";
+}
+
+}  // namespace
+
 std::vector<std::string> labels_or_indices(const std::vector<std::string>& labels, size_t n) {
   if (labels.size() == n) return labels;
   std::vector<std::string> out;
   for (size_t i = 0; i < n; ++i) out.push_back(std::to_string(i));
   return out;
 }
-
-}  // namespace
 
 std::string xml_text(const std::string& text) {
   std::u32string cps;
@@ -110,13 +125,7 @@ std::string heatmap_svg(const HeatmapFigure& f) {
   const double map_w = double(s.cols) * cell_w, map_h = double(s.rows) * cell_h;
   const double bar_x = left + map_w + 16, bar_h = std::max(map_h, 100.0);
   const double width = bar_x + 14 + 8 + 10 * label_font * 0.6, height = top + bar_h + 12;
-  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" + num(width) + "\" height=\"" + num(height) +
-         "\" viewBox=\"0 0 " + num(width) + " " + num(height) + "\" font-family=\"" + xml_text(figure_font) +
-         "\" font-size=\"" + num(label_font) + "\">\n";
-  out += "<title>" + xml_text(f.title) + "</title>\n<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
-  out += "<text class=\"title\" x=\"10\" y=\"" + num(10 + title_font) + "\" font-size=\"" + num(title_font) + "\">" +
-         xml_text(f.title) + "</text>\n<g class=\"cells\" shape-rendering=\"crispEdges\">\n";
+  std::string out = svg_open(width, height, f.title) + "<g class=\"cells\" shape-rendering=\"crispEdges\">\n";
   for (size_t i = 0; i < s.rows; ++i)
     for (size_t j = 0; j < s.cols; ++j) {
       const float v = s.values[i * s.cols + j];
@@ -143,6 +152,81 @@ std::string heatmap_svg(const HeatmapFigure& f) {
   out += "<text class=\"range-lo\" x=\"" + num(bar_x + 20) + "\" y=\"" + num(top + bar_h) + "\">" + value_text(f.range.lo, 4) +
          "</text>\n</svg>\n";
   return out;
+}
+
+std::string heads_svg(const std::string& title, const std::vector<HeatmapFigure>& heads, size_t layers) {
+  const size_t count = std::max<size_t>(layers, 1), per_layer = heads.size() / count;
+  if (heads.empty() || per_layer * count != heads.size()) throw InputError("every head at once: no heads to draw");
+  size_t cells = 0;
+  for (const HeatmapFigure& h : heads) cells += h.slice.rows * h.slice.cols;
+  if (cells > max_svg_cells)
+    throw InputError("every head at once: " + std::to_string(cells) + " cells, more than a vector figure holds (" +
+                     std::to_string(max_svg_cells) + "); export one head's SVG, or this view as PNG");
+  const size_t n = std::max(heads[0].slice.rows, heads[0].slice.cols);
+  const double side = std::clamp(800.0 / double(std::max(per_layer, count)), 24.0, 160.0), gap = 6;
+  const double cell = side / double(std::max<size_t>(n, 1));
+  const double left = 10 + 4 * label_font * 0.6 + 6, top = 10 + title_font + 10 + label_font + 6;
+  const double width = left + double(per_layer) * (side + gap) + 10, height = top + double(count) * (side + gap) + 10;
+  std::string out = svg_open(width, height, title) + "<g class=\"head-labels\" text-anchor=\"middle\">\n";
+  for (size_t h = 0; h < per_layer; ++h) out += text_at(left + double(h) * (side + gap) + side / 2, top - 6, "H" + std::to_string(h), "middle");
+  out += "</g>\n<g class=\"layer-labels\">\n";
+  for (size_t l = 0; l < count; ++l) out += text_at(10, top + double(l) * (side + gap) + side / 2 + label_font * 0.35, "L" + std::to_string(l));
+  out += "</g>\n";
+  for (size_t l = 0; l < count; ++l)
+    for (size_t h = 0; h < per_layer; ++h) {
+      const HeatmapFigure& f = heads[l * per_layer + h];
+      const double x0 = left + double(h) * (side + gap), y0 = top + double(l) * (side + gap);
+      out += "<g class=\"head\" data-layer=\"" + std::to_string(l) + "\" data-head=\"" + std::to_string(h) +
+             "\" shape-rendering=\"crispEdges\"><title>" + xml_text(f.title) + "</title>\n";
+      for (size_t i = 0; i < f.slice.rows; ++i)
+        for (size_t j = 0; j < f.slice.cols; ++j)
+          out += "<rect class=\"cell\" x=\"" + num(x0 + double(j) * cell) + "\" y=\"" + num(y0 + double(i) * cell) +
+                 "\" width=\"" + num(cell) + "\" height=\"" + num(cell) + "\" fill=\"" +
+                 hex(value_color(f.map, f.range, f.slice.values[i * f.slice.cols + j])) + "\"/>\n";
+      out += "</g>\n";
+    }
+  return out + "</svg>\n";
+}
+
+std::string curves_svg(const std::string& title, const std::vector<Curve>& curves, bool log_y) {
+  double x0 = 0, x1 = 0, y0 = 0, y1 = 0;
+  bool any = false;
+  const auto y_of = [&](double v) { return log_y ? std::log10(std::max(v, 1e-12)) : v; };
+  for (const Curve& c : curves)
+    for (const auto& [x, v] : c.points) {
+      if (!std::isfinite(v) || !std::isfinite(x)) continue;
+      const double y = y_of(v);
+      x0 = any ? std::min(x0, x) : x, x1 = any ? std::max(x1, x) : x;
+      y0 = any ? std::min(y0, y) : y, y1 = any ? std::max(y1, y) : y;
+      any = true;
+    }
+  if (!any) throw InputError("the curves have no points yet: nothing to draw");
+  if (x1 == x0) x1 = x0 + 1;
+  if (y1 == y0) y1 = y0 + 1;
+  const double left = 70, top = 10 + title_font + 16, plot_w = 480, plot_h = 260;
+  const double width = left + plot_w + 20, height = top + plot_h + 40 + 18 * double(curves.size());
+  const auto px = [&](double x) { return left + (x - x0) / (x1 - x0) * plot_w; };
+  const auto py = [&](double y) { return top + plot_h - (y - y0) / (y1 - y0) * plot_h; };
+  std::string out = svg_open(width, height, title);
+  out += "<rect class=\"frame\" x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" + num(plot_w) + "\" height=\"" +
+         num(plot_h) + "\" fill=\"none\" stroke=\"#888888\"/>\n<g class=\"ticks\">\n";
+  for (int k = 0; k <= 4; ++k) {  // the axes' ends and three ticks between (log: the value, not its log)
+    const double y = y0 + (y1 - y0) * k / 4, x = x0 + (x1 - x0) * k / 4;
+    out += text_at(left - 6, py(y) + label_font * 0.35, value_text(float(log_y ? std::pow(10.0, y) : y), 3), "end");
+    out += text_at(px(x), top + plot_h + 16, value_text(float(x), 6), "middle");
+  }
+  out += "</g>\n";
+  for (size_t c = 0; c < curves.size(); ++c) {
+    std::string points;
+    for (const auto& [x, v] : curves[c].points)
+      if (std::isfinite(v) && std::isfinite(x)) points += (points.empty() ? "" : " ") + num(px(x)) + "," + num(py(y_of(v)));
+    out += "<polyline class=\"curve\" data-name=\"" + xml_text(curves[c].name) + "\" fill=\"none\" stroke=\"" +
+           curves[c].color + "\" stroke-width=\"1.5\" points=\"" + points + "\"/>\n";
+    const double ly = top + plot_h + 34 + 18 * double(c);
+    out += "<line x1=\"" + num(left) + "\" y1=\"" + num(ly - 4) + "\" x2=\"" + num(left + 20) + "\" y2=\"" + num(ly - 4) +
+           "\" stroke=\"" + curves[c].color + "\" stroke-width=\"2\"/>\n" + text_at(left + 26, ly, curves[c].name);
+  }
+  return out + "</svg>\n";
 }
 
 }  // namespace attn

@@ -1,14 +1,16 @@
 // attn-gui: the playground's UI (ui/) in a GLFW window with ImGui's OpenGL 3 backend.
 //   attn-gui [--hash "s=…&seed=1"] [--stage NAME] [--tab stage|masks|positional_encoding|train|tour]
 //            [--weights W.safetensors [--config C.json] [--vocab V.json] | --model-dir DIR]
-//            [--screenshot out.png --frames N]
+//            [--screenshot out.png --frames N [--max-frame-ms MS]]
 //            [--backend exact|cpu|gl|cuda|auto] [--size WxH] [--trace FILE.json] [--train-steps N]
 //            [--train-log FILE.jsonl] [--view JSON] [--check-layout] [--lang en|ko]
 // --weights/--config/--vocab load a model as `attn encode` does, --model-dir a BERT or GPT-2
 // checkpoint's folder (the UI's "Open model files" fields do the same later). --screenshot renders N frames, writes the last one (glReadPixels) as PNG and exits:
 // for headless checks under Xvfb; it also reports the heap allocations of the last frame's UI, and with
 // --check-idle fails (exit 1) if that frame allocated or computed (an idle frame must do neither; give
-// ImGui 3 frames to settle first: --frames 4 or more); --trace then also writes the trace document of
+// ImGui 3 frames to settle first: --frames 4 or more); it prints the slowest frame from the third on (the
+// UI's part, and the whole frame with drawing and glFinish: under Xvfb's software renderer ~10 ms for any
+// view), and --max-frame-ms fails (exit 1) when the UI's part is over MS; --trace then also writes the trace document of
 // what is shown (the web's attnlab.trace()). --train-steps N builds the Train tab's run from the hash's
 // train.* settings and trains N steps before the first frame; --train-log writes their records as attn
 // train --log does (JSON Lines, one record a line). --view selects what is shown as the JS API's
@@ -24,15 +26,18 @@
 #include <imgui_impl_opengl3.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/base/error.hpp"
+#include "core/plot/png.hpp"
 #include "native/backends.hpp"
 #include "ui/alloc_count.hpp"
 #include "ui/app.hpp"
@@ -86,11 +91,14 @@ void write_file(const std::string& path, const void* data, size_t size) {
 struct FrameCost {
   uint64_t allocations = 0;
   size_t computations = 0;
+  double ui_ms = 0;  // the UI's part: laying out and building the draw lists (what --max-frame-ms checks)
+  double ms = 0;     // the whole frame: that, drawing, and the GPU finishing it (glFinish)
 };
 
 // Lays out one frame of the UI and, when `show`, draws it into the back buffer.
 FrameCost render_frame(GLFWwindow* window, attn::ui::App& app, const attn::ui::Playground& playground,
                        bool show = true) {
+  const auto start = std::chrono::steady_clock::now();
   if (app.update_fonts()) {
     ImGui_ImplOpenGL3_DestroyFontsTexture();
     ImGui_ImplOpenGL3_CreateFontsTexture();
@@ -102,7 +110,8 @@ FrameCost render_frame(GLFWwindow* window, attn::ui::App& app, const attn::ui::P
   ImGui::NewFrame();
   app.draw();
   ImGui::Render();
-  const FrameCost cost{attn::ui::allocation_count() - before, playground.compute_count() - computed_before};
+  FrameCost cost{attn::ui::allocation_count() - before, playground.compute_count() - computed_before,
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count()};
   if (!show) return cost;
   int w = 0, h = 0;
   glfwGetFramebufferSize(window, &w, &h);
@@ -110,6 +119,8 @@ FrameCost render_frame(GLFWwindow* window, attn::ui::App& app, const attn::ui::P
   glClearColor(0.1f, 0.1f, 0.12f, 1.0f);
   glClear(GL_COLOR_BUFFER_BIT);
   ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+  glFinish();
+  cost.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return cost;
 }
 
@@ -159,7 +170,7 @@ int usage(const char* problem) {
   std::fprintf(stderr,
                "%s\nusage: attn-gui [--hash SETTINGS] [--stage NAME] [--tab TAB] [--weights W.safetensors [--config C.json] "
                "[--vocab V.json] | --model-dir DIR] [--backend exact|cpu|gl|cuda|auto] [--size WxH] "
-               "[--screenshot FILE.png --frames N [--check-idle] [--trace FILE.json]] [--train-steps N [--train-log FILE]] "
+               "[--screenshot FILE.png --frames N [--check-idle] [--max-frame-ms MS] [--trace FILE.json]] [--train-steps N [--train-log FILE]] "
                "[--patch] [--view JSON] "
                "[--check-layout] [--lang en|ko]\n",
                problem);
@@ -180,6 +191,7 @@ int main(int argc, char** argv) {
   bool check_idle = false, check_layout_views = false, patch = false;
   attn::ui::ModelFiles model_files;
   int frames = 3, width = 1280, height = 800, train_steps = 0;
+  double max_frame_ms = 0;  // --max-frame-ms: fail when a frame from the third on takes longer
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -199,6 +211,7 @@ int main(int argc, char** argv) {
     else if (arg == "--vocab") model_files.vocab = value();
     else if (arg == "--model-dir") model_dir = value();
     else if (arg == "--frames") frames = std::max(1, std::atoi(value().c_str()));
+    else if (arg == "--max-frame-ms") max_frame_ms = std::atof(value().c_str());
     else if (arg == "--train-steps") train_steps = std::max(0, std::atoi(value().c_str()));
     else if (arg == "--train-log") train_log = value();
     else if (arg == "--size") {
@@ -209,9 +222,11 @@ int main(int argc, char** argv) {
   }
   attn::ui::set_default_language(locale_language());
   attn::ui::PlaygroundConfig config;
+  std::optional<attn::ui::PlaygroundConfig> compare_a;  // the compare view's run A (compare=1&a.…)
   attn::ui::Tab first_tab = attn::ui::Tab::stage;
   try {
     config = attn::ui::from_hash(hash);
+    compare_a = attn::ui::compare_from_hash(hash);
     if (!tab.empty()) first_tab = attn::ui::parse_tab(tab);
     if (!lang.empty()) config.lang = attn::ui::lang_code(attn::ui::parse_lang(lang));
   } catch (const attn::InputError& e) {
@@ -255,6 +270,12 @@ int main(int argc, char** argv) {
     attn::ui::Playground playground(config);
     NativePlatform platform;
     attn::ui::App app(playground, platform);
+    try {
+      if (compare_a) playground.pin_config(*compare_a);
+    } catch (const attn::InputError& e) {
+      std::fprintf(stderr, "attn-gui: run A of the hash: %s\n", e.what());
+      status = 2;
+    }
     if (backend != "exact") {
       const attn::ui::BackendChoice& choice = playground.select_backend(backend, platform.backend_factory());
       if (!choice.error.empty()) std::fprintf(stderr, "attn-gui: %s\n", choice.error.c_str());
@@ -301,10 +322,12 @@ int main(int argc, char** argv) {
       }
     }
     if (check_layout_views && !status) status = check_layout(window, app, playground);
+    FrameCost slowest;  // of the frames from the third on (the first computes, the second settles)
     for (int frame = 1; !check_layout_views && !glfwWindowShouldClose(window); ++frame) {
       if (screenshot.empty()) glfwWaitEventsTimeout(app.busy() ? 1.0 / 30 : 0.5);  // idle: no busy loop, no recompute
       else glfwPollEvents();
       const FrameCost cost = render_frame(window, app, playground);
+      if (frame >= 3) slowest.ui_ms = std::max(slowest.ui_ms, cost.ui_ms), slowest.ms = std::max(slowest.ms, cost.ms);
       if (!screenshot.empty() && frame >= frames) {
         int w = 0, h = 0;
         glfwGetFramebufferSize(window, &w, &h);
@@ -316,13 +339,19 @@ int main(int argc, char** argv) {
         for (size_t y = 0; y < size_t(h); ++y)
           std::memcpy(flipped.data() + y * row, rgba.data() + (size_t(h) - 1 - y) * row, row);
         try {
-          const auto png = attn::ui::png_bytes(flipped, size_t(w), size_t(h));
+          const auto png = attn::png_bytes(flipped, size_t(w), size_t(h));
           write_file(screenshot, png.data(), png.size());
           std::printf("attn-gui: %d frames, %d computation(s), last in %.1f ms; screenshot %s (%dx%d)\n", frame,
                       int(playground.compute_count()), playground.result() ? playground.result()->compute_ms : 0.0,
                       screenshot.c_str(), w, h);
           std::printf("attn-gui: last frame's UI: %llu heap allocation(s), %zu computation(s)\n",
                       static_cast<unsigned long long>(cost.allocations), cost.computations);
+          if (frames >= 3)
+            std::printf("attn-gui: slowest frame from the 3rd on: UI %.1f ms, whole frame %.1f ms\n", slowest.ui_ms, slowest.ms);
+          if (max_frame_ms > 0 && slowest.ui_ms > max_frame_ms) {
+            std::fprintf(stderr, "attn-gui: a frame's UI took %.1f ms, over --max-frame-ms %.1f\n", slowest.ui_ms, max_frame_ms);
+            status = 1;
+          }
           if (check_idle && (cost.allocations || cost.computations)) {
             std::fprintf(stderr, "attn-gui: the last frame was not idle (--check-idle)\n");
             status = 1;

@@ -117,15 +117,35 @@ function cliJson(args) {
   return cli && JSON.parse(require('child_process').execFileSync(cli, [...args, '--json']));
 }
 
-// The SVG figure the native attn writes for `args` (its --plot options), as text.
-function cliSvg(args) {
+// What the native attn writes to `flag`'s file (--svg, --csv, --tex, --png) for `args` (its --plot options):
+// text, or bytes for a PNG; null without the native attn.
+function cliPlot(args, flag) {
   const cli = cliBinary();
   if (!cli) return null;
-  const file = path.join(require('os').tmpdir(), `attn_browser_${process.pid}.svg`);
-  require('child_process').execFileSync(cli, [...args, '--svg', file]);
-  const text = fs.readFileSync(file, 'utf8');
+  const file = path.join(require('os').tmpdir(), `attn_browser_${process.pid}${flag.replace('--', '.')}`);
+  require('child_process').execFileSync(cli, [...args, flag, file]);
+  const out = flag === '--png' ? fs.readFileSync(file) : fs.readFileSync(file, 'utf8');
   fs.rmSync(file);
-  return text;
+  return out;
+}
+
+// `attn diff A.json B.json --json` of two trace documents (exit 1 when they differ beyond the tolerance).
+function cliDiffJson(a, b) {
+  const cli = cliBinary();
+  if (!cli) return null;
+  const files = [a, b].map((doc, i) => {
+    const file = path.join(require('os').tmpdir(), `attn_browser_${process.pid}_${i}.json`);
+    fs.writeFileSync(file, JSON.stringify(doc));
+    return file;
+  });
+  try {
+    return JSON.parse(require('child_process').execFileSync(cli, ['diff', ...files, '--json']));
+  } catch (e) {
+    if (e.status === 1) return JSON.parse(e.stdout);
+    throw e;
+  } finally {
+    for (const f of files) fs.rmSync(f);
+  }
 }
 
 function cliPatch(args, vocab) {
@@ -736,8 +756,35 @@ function closeToFixture(trace, fx) {
     check(!svg.error && svg.cells === 16 && svg.fills.every((f, i) => f === hex(hm.colors[i])) &&
           JSON.stringify(svg.labels) === JSON.stringify(trace.tokens[0]),
           `Export SVG: 16 cells in the heatmap's colours, the tokens as labels (${svg.labels.join(' ')})`);
-    const cliFigure = cliSvg(['tutorial', '--plot', 'attention_weights']);
+    const cliFigure = cliPlot(['tutorial', '--plot', 'attention_weights'], '--svg');
     if (cliFigure !== null) check(svgText === cliFigure, 'the exported SVG equals attn tutorial --plot attention_weights --svg');
+
+    // Copy CSV / Copy LaTeX: attn tutorial --plot --csv / --tex's text; Export PNG at 4x: 16 times the
+    // pixels of 1x, each cell in its colour, the bytes of attn tutorial --plot --png --scale 4.
+    for (const [key, flag] of [['csv', '--csv'], ['latex', '--tex']]) {
+      await clickAt(page, (await page.evaluate(() => attnlab.state().view.heatmap.export))[key]);
+      const copied = await page.evaluate(() => attnlab.copied);
+      const cli = cliPlot(['tutorial', '--plot', 'attention_weights'], flag);
+      check(copied && copied.includes('나는') && (cli === null || copied === cli),
+            `Copy ${key}: ${copied && copied.length} characters, attn tutorial --plot attention_weights ${flag}'s text`);
+    }
+    const pngs = [];
+    for (const scale of [1, 4]) {
+      await page.evaluate((k) => attnlab.selectView({ png_scale: k }), scale);
+      const download = page.waitForEvent('download');
+      await clickAt(page, (await page.evaluate(() => attnlab.state().view.heatmap.export)).png);
+      pngs.push(fs.readFileSync(await (await download).path()));
+    }
+    const [png1, png4] = pngs.map(decodePng);
+    const cell4 = png4.width / 4, cellColours = [];
+    for (let i = 0; i < 4; i++)
+      for (let j = 0; j < 4; j++) cellColours.push([...png4.px.subarray(((i * cell4 + cell4 / 2) * png4.width + j * cell4 + cell4 / 2) * 4).slice(0, 3)]);
+    check(png4.width === 4 * png1.width && png4.height === 4 * png1.height &&
+          cellColours.every((c, k) => c.every((v, m) => v === hm.colors[k][m])),
+          `Export PNG at 4x: ${png4.width}x${png4.height}, 16 times the pixels of 1x (${png1.width}x${png1.height}), the cells in their colours`);
+    const cliPng = cliPlot(['tutorial', '--plot', 'attention_weights', '--scale', '4'], '--png');
+    if (cliPng !== null) check(Buffer.compare(cliPng, pngs[1]) === 0, 'the 4x PNG equals attn tutorial --plot attention_weights --png --scale 4');
+    await page.evaluate(() => attnlab.selectView({ png_scale: 1 }));
 
     // 3. Typing in the text field: new tokens, new shapes, URL hash updated.
     await page.fill('#sentences', '고양이가 밥을 먹는다\n강아지가 잔다');
@@ -793,6 +840,106 @@ function closeToFixture(trace, fx) {
           `attention to [PAD] without mask ${mv.pad_without.map((v) => v.toFixed(3))}, with mask ${mv.pad_with}`);
     if (outDir) fs.writeFileSync(path.join(outDir, 'playground_masks.png'), await page.screenshot());
     await checkIdle(page, 'Masks view');
+
+    // 5b. Compare: one model, two sentences pinned as A and B — attn diff's document of the two traces, the
+    // three heatmaps (A, B and B − A of the traces' values), A in the URL hash, and a link reproducing both.
+    const cmp = await page.evaluate(async () => {
+      attnlab.set({ model: 'transformer', d_model: 16, num_heads: 2, num_layers: 2, seed: 3, mask: 'padding',
+                    sentences: ['나는 오늘 학교에 간다', '나는 집에 간다'] });
+      // B's second sentence is longer: its tokens move (a word swapped for another of the same rank would
+      // change nothing: the seeded model's ids and so every number would be the same).
+      const diff = attnlab.compare({ a: {}, b: { sentences: ['나는 오늘 학교에 간다', '나는 오늘 집에 간다'] } });
+      attnlab.selectView({ stage: 'layers.1.self_attn.attention_weights', batch: 1, head: 1 });
+      await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+      let refused = null;
+      try { attnlab.compare({ a: { seed: 'x' } }); } catch (e) { refused = e.message; }
+      return { diff, refused, view: attnlab.state().view, hash: location.hash, a: attnlab.trace('a'), b: attnlab.trace() };
+    });
+    const cv = cmp.view.compare, stageOf = (t) => t.stages.find((s) => s.name === 'layers.1.self_attn.attention_weights');
+    const sliceA = stageOf(cmp.a).data.slice(48, 64), sliceB = stageOf(cmp.b).data.slice(48, 64);  // [item 1, head 1]
+    check(cmp.view.tab === 'compare' && cv.pinned && cv.maps.every((m) => m.rows === 4 && m.cols === 4),
+          `Compare tab: A, B and B − A as 4x4 heatmaps (${cv.summary})`);
+    check(cv.maps[0].values.every((v, i) => Math.fround(v) === Math.fround(sliceA[i])) &&
+          cv.maps[1].values.every((v, i) => Math.fround(v) === Math.fround(sliceB[i])) &&
+          cv.maps[2].values.every((v, i) => Math.abs(v - (sliceB[i] - sliceA[i])) <= 1e-7),
+          'the heatmaps are the traces\' A, B and B − A of item 1, layer 1, head 1');
+    check(cv.maps[0].lo === cv.maps[1].lo && cv.maps[0].hi === cv.maps[1].hi && cv.maps[2].lo === -cv.maps[2].hi,
+          `A and B on one scale [${cv.maps[0].lo}, ${cv.maps[0].hi}], B − A centred on 0`);
+    check(cv.col_labels.includes('집에→오늘') && cmp.diff.first_differing !== null && !cmp.diff.passed,
+          `the difference labels the tokens that moved (${cv.col_labels.join(' ')}); first differing ${cmp.diff.first_differing}`);
+    check(cmp.refused !== null && cmp.refused.includes('seed'), 'a bad run A is refused: ' + cmp.refused);
+    const hashA = cmp.hash.split('&compare=1')[1] || '';
+    check(hashA.startsWith('&a.model=transformer&') && hashA.includes(encodeURIComponent('학교에')) &&
+          !hashA.includes(encodeURIComponent('나는 오늘 집에')), 'the URL hash carries A after B: ' + cmp.hash);
+    const cliDiff = cliDiffJson(cmp.a, cmp.b);
+    if (cliDiff !== null)
+      check(JSON.stringify(cliDiff) === JSON.stringify(cmp.diff),
+            `compare() returns attn diff A.json B.json --json's document (first differing ${cmp.diff.first_differing})`);
+    if (outDir) fs.writeFileSync(path.join(outDir, 'playground_compare.png'), await page.screenshot());
+    await checkIdle(page, 'Compare view');
+    const page3 = await browser.newPage({ viewport: { width: 1000, height: 700 } });
+    page3.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+    await page3.goto(url + cmp.hash);
+    await page3.waitForFunction(() => window.attnlab && window.attnlab.firstFrameMs !== null, null, { timeout: 30000 });
+    const linkedCompare = await page3.evaluate(() => ({ a: attnlab.trace('a'), b: attnlab.trace() }));
+    check(JSON.stringify(linkedCompare.a.stages) === JSON.stringify(cmp.a.stages) &&
+          JSON.stringify(linkedCompare.b.stages) === JSON.stringify(cmp.b.stages), 'a link with A in its hash reproduces A and B');
+    await page3.close();
+    const cleared = await page.evaluate(() => { attnlab.compare(null); return location.hash; });
+    check(!cleared.includes('compare'), 'compare(null) clears A from the hash');
+
+    // 5c. Long inputs: a text of 2,048 words from a file (Open text…; the first tutorial at max_len 2048):
+    // the 2048 x 2048 attention map as one texture, zoomed with the wheel about the cursor, panned by
+    // dragging, its minimap shown; row sums 1, column sums adding up to 2,048; no frame over 16 ms.
+    await page.evaluate(() => attnlab.set({ model: 'tutorial', max_len: 2048, mask: 'padding', seed: 0 }));
+    const longText = Array.from({ length: 2048 }, (_, i) => 'w' + (i % 500)).join(' ') + '\n';
+    await page.setInputFiles('#sentences-file', { name: 'long.txt', mimeType: 'text/plain', buffer: Buffer.from(longText) });
+    await page.waitForFunction(() => attnlab.state().settings.sentences[0].split(" ").length === 2048, null, { timeout: 30000 });
+    await page.evaluate(() => attnlab.selectView({ tab: 'stage', stage: 'attention_weights', batch: 0 }));
+    await frames(page, 4);
+    let long = await page.evaluate(() => attnlab.state().view.heatmap);
+    check(long.rows === 2048 && long.cols === 2048 && long.values.length === 0,
+          `a 2,048-word text from a file: a ${long.rows} x ${long.cols} map (its values left out of state())`);
+    check(long.row_sums.every((v) => Math.abs(v - 1) < 1e-3) && Math.abs(long.col_sums.reduce((a, b) => a + b) - 2048) < 0.5,
+          'row sums 1, column sums adding up to 2,048');
+    await page.evaluate(() => {
+      window.__frameMs = [];
+      const loop = () => {
+        if (!window.__frameMs) return;
+        window.__frameMs.push(attnlab.stats().last_frame_ms);
+        requestAnimationFrame(loop);
+      };
+      requestAnimationFrame(loop);
+    });
+    const longCanvas = await page.locator('#canvas').boundingBox();
+    const at = (fx, fy) => [longCanvas.x + long.box[0] + fx * long.box[2], longCanvas.y + long.box[1] + fy * long.box[3]];
+    await page.mouse.move(...at(0.25, 0.25));
+    await frames(page, 2);
+    for (let k = 0; k < 12; k++) {
+      await page.mouse.wheel(0, -120);
+      await frames(page, 1);
+    }
+    const zoomed = await page.evaluate(() => attnlab.state().view.heatmap);
+    check(zoomed.zoom > 8 && zoomed.minimap[2] > 0 && zoomed.view_col > 100 && zoomed.view_col < 512,
+          `the wheel zooms about the cursor: ${zoomed.zoom.toFixed(1)}x from column ${zoomed.view_col.toFixed(0)}, a minimap`);
+    await page.mouse.down();
+    for (let k = 1; k <= 10; k++) {
+      await page.mouse.move(at(0.25, 0.25)[0] - 20 * k, at(0.25, 0.25)[1] - 20 * k);
+      await frames(page, 1);
+    }
+    await page.mouse.up();
+    await frames(page, 2);
+    const panned = await page.evaluate(() => attnlab.state().view.heatmap);
+    check(panned.view_col > zoomed.view_col && panned.view_row > zoomed.view_row && panned.zoom === zoomed.zoom,
+          `dragging pans: from column ${zoomed.view_col.toFixed(0)} to ${panned.view_col.toFixed(0)}`);
+    const frameMs = await page.evaluate(() => { const ms = window.__frameMs; window.__frameMs = null; return ms; });
+    console.log(`  2048 x 2048 map, ${frameMs.length} frames while zooming and panning: ` +
+                `mean ${(frameMs.reduce((a, b) => a + b, 0) / frameMs.length).toFixed(2)} ms, max ${Math.max(...frameMs).toFixed(2)} ms ` +
+                `(the slowest: ${frameMs.map((v, i) => [v, i]).sort((a, b) => b[0] - a[0]).slice(0, 5).map(([v, i]) => `#${i} ${v.toFixed(1)}`).join(', ')})`);
+    check(frameMs.length > 20 && Math.max(...frameMs) <= 16, 'no frame over 16 ms on the 2048 x 2048 map');
+    if (outDir) fs.writeFileSync(path.join(outDir, 'playground_long.png'), await page.screenshot());
+    await checkIdle(page, 'a zoomed 2048 x 2048 map');
+    await page.evaluate(() => attnlab.set({ max_len: 100, sentences: ['나는 오늘 학교에 간다'] }));
 
     // 6. Hangul outside KS X 1001's 2,350 syllables, and jamo, have glyphs (no '?').
     const rare = '똠방각하 뷁 햏 쌰 퓛 ㄱㅏㅎ ㆍ';

@@ -1,6 +1,7 @@
 // The playground's URL hash (a link from anyone) and its settings object (`attnlab.set`): the input as
 // a hash, and as JSON settings when it parses as JSON. Whatever is taken round-trips: settings → hash
-// → settings gives the same configuration, and that configuration's hash again.
+// → settings gives the same configuration, and that configuration's hash again; so does the compare
+// view's run A in a hash (compare=1&a.…).
 #include "tests/fuzz/fuzz_target.hpp"
 #include "ui/playground.hpp"
 
@@ -22,6 +23,13 @@ void check_round_trip(const attn::ui::PlaygroundConfig& config) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   attn::fuzz::guarded([&] { check_round_trip(attn::ui::from_hash(text)); });
+  attn::fuzz::guarded([&] {
+    if (const auto a = attn::ui::compare_from_hash(text)) {
+      check_round_trip(*a);
+      if (attn::ui::compare_from_hash(attn::ui::compare_hash(*a)) != *a)
+        attn::fuzz::finding("run A -> compare hash -> run A changed it");
+    }
+  });
   const attn::Json settings = attn::Json::parse(text, nullptr, false);
   if (settings.is_discarded()) return 0;
   return attn::fuzz::guarded([&] { check_round_trip(attn::ui::apply_settings(attn::ui::PlaygroundConfig(), settings)); });
