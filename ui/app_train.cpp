@@ -512,6 +512,11 @@ void App::draw_train_attention(float width) {
   ImGui::BeginGroup();
   ImGui::Text(tr(Str::train_head_caption), train_layer_, train_head_);
   refresh(train_main_, ViewKey{snap.id, &w, size_t(train_layer_), size_t(train_head_)}, w, ColorMap::sequential);
+  ImGui::SameLine();
+  ImGui::PushID("train_main");  // this head's exports (JSON and .npy: every head of the snapshot, [L, H, S, S])
+  export_buttons(train_main_, "train_attention_weights", w, PrintDtype::float32, true, &replay_labels_[item],
+                 &replay_labels_[item]);
+  ImGui::PopID();
   const float heatmap_w = width - grid_w - ImGui::GetStyle().ItemSpacing.x;
   const float button_rows = language ? 2.0f : 1.0f;
   draw_heatmap(train_main_, &replay_labels_[item], &replay_labels_[item], heatmap_w,
