@@ -31,11 +31,11 @@ void add_plot_options(CLI::App& cmd, PlotOptions& o) {
   cmd.add_option("--tex", o.tex, "write --plot's numbers as a LaTeX table in the heatmap's colours");
 }
 
-namespace {
-
 void write_text(const std::string& path, const std::string& text) {
   write_file_atomically(path, [&](std::ostream& out) { out.write(text.data(), std::streamsize(text.size())); });
 }
+
+namespace {
 
 // The slice --plot-index picks of --plot's stage, with its colours and labels.
 HeatmapFigure plot_figure(const PlotOptions& o, const Trace& trace, const std::vector<std::vector<std::string>>& tokens) {

@@ -30,6 +30,9 @@ struct PlotOptions {
 void add_plot_options(CLI::App& cmd, PlotOptions& o);
 void save_plot(const PlotOptions& o, const Trace& trace, const std::vector<std::vector<std::string>>& tokens);
 
+// Writes `text` as the file `path`, whole or not at all (write_file_atomically).
+void write_text(const std::string& path, const std::string& text);
+
 // Writes `text` to stdout and fails loudly if it could not be written (a closed pipe, a full disk).
 void print(const std::string& text);
 

@@ -164,10 +164,6 @@ void write_outputs(const TrainOptions& o, const train::Trainer& trainer, const V
   }
 }
 
-void write_text(const std::string& path, const std::string& text) {
-  write_file_atomically(path, [&](std::ostream& s) { s << text; });
-}
-
 // A language model's files: the checkpoint as save_pretrained writes it (config.json, model.safetensors)
 // and its tokenizer's, each file written whole or not at all.
 void write_lm_outputs(const TrainOptions& o, const train::LmTrainer& trainer, const BytePairTokenizer& tokenizer) {

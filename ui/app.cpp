@@ -51,12 +51,6 @@ std::vector<uint32_t> wanted_code_points(const PlaygroundConfig& c) {
   return wanted;
 }
 
-std::string shape_text(const Tensor& t) {
-  std::string s = "[";
-  for (size_t i = 0; i < t.shape().size(); ++i) s += (i ? ", " : "") + std::to_string(t.shape()[i]);
-  return s + "]";
-}
-
 bool input_size(const char* label, size_t& value, int min_value = 0) {
   int v = int(std::min<size_t>(value, 1u << 30));
   if (!ImGui::InputInt(label, &v)) return false;
@@ -99,7 +93,6 @@ void zoom_and_pan(Heatmap& h, ImVec2 origin, ImVec2 size, bool hovered, bool act
   if (hovered) ImGui::SetItemKeyOwner(ImGuiKey_MouseWheelY);  // the wheel zooms here, not the window's scroll
   if (hovered && io.MouseWheel != 0) {
     const float z = std::clamp(h.zoom * std::pow(1.25f, io.MouseWheel), 1.0f, std::max(1.0f, std::max(rows, cols) / 4));
-    // (clamped again below, with select_view's zoom)
     const float fx = (io.MousePos.x - origin.x) / size.x, fy = (io.MousePos.y - origin.y) / size.y;
     h.view_col += fx * cols * (1 / h.zoom - 1 / z);  // the cell under the cursor stays under it
     h.view_row += fy * rows * (1 / h.zoom - 1 / z);
@@ -297,7 +290,7 @@ void App::refresh_labels() {
   if (!r || labels_generation_ == playground_.result_generation()) return;
   labels_generation_ = playground_.result_generation();
   stage_labels_.clear();
-  for (const Stage& s : r->trace.stages()) stage_labels_.push_back(s.name + "  " + shape_text(s.value));
+  for (const Stage& s : r->trace.stages()) stage_labels_.push_back(s.name + "  " + shape_text(s.value.shape()));
   size_t dims = 0;
   for (const Stage& s : r->trace.stages()) dims = std::max(dims, s.value.shape().empty() ? 0 : s.value.shape().back());
   dims = std::max(dims, r->pe_table.shape().empty() ? 0 : r->pe_table.shape().back());
@@ -306,7 +299,7 @@ void App::refresh_labels() {
   size_t rows = std::max(r->tokens.size(), r->pe_table.shape().empty() ? 0 : r->pe_table.shape()[0]);
   batch_labels_.clear();
   for (size_t i = 0; i < rows; ++i) batch_labels_.push_back(std::to_string(i));
-  pe_shape_ = shape_text(r->pe_table);
+  pe_shape_ = shape_text(r->pe_table.shape());
   layer_weights_.clear();
   for (size_t l = 0; l < std::max<size_t>(1, r->num_layers); ++l) layer_weights_.push_back(find_stage(weights_stage_name(*r, l)));
   if (!find_stage(stage_)) {

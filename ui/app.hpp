@@ -423,7 +423,6 @@ class App {
   Tensor compare_delta_;
   std::vector<std::string> compare_labels_[2];
   std::string compare_a_text_, compare_b_text_, compare_summary_, compare_counts_, compare_stage_text_;
-  std::optional<StageDiff> compare_stage_;  // the stage's measures (none: neither run has it)
   LayoutLog layout_;  // this frame's boxes (cleared when a frame starts)
 };
 

@@ -33,12 +33,6 @@ Str status_text(StageDiff::Status status) {
   return Str::compare_beyond;
 }
 
-std::string shape_string(const Shape& shape) {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
-}
-
 // B − A. Where one run masks a score (masked_fill's -1e9) and the other does not, the masked value (drawn
 // grey: no number says how far "masked" is from a score); where both do, 0.
 Tensor difference(const Tensor& a, const Tensor& b) {
@@ -133,7 +127,6 @@ void App::refresh_compare_cache(const TraceDiff& diff) {
                                           : format(Str::compare_identical, diff.compared);
   compare_counts_ = format(Str::compare_counts, diff.compared, count[0], count[1], count[2], count[3], count[4], count[5]);
   const auto found = std::find_if(diff.stages.begin(), diff.stages.end(), [&](const StageDiff& s) { return s.name == stage_; });
-  compare_stage_ = found == diff.stages.end() ? std::nullopt : std::optional<StageDiff>(*found);
 
   // A and B on one scale (a mask on its fixed [0, 1]), B − A on a diverging one around 0.
   const Stage* stages[2] = {stage_named(a, stage_), stage_named(b, stage_)};
@@ -156,12 +149,10 @@ void App::refresh_compare_cache(const TraceDiff& diff) {
   compare_labels_[0] = merged_labels(la.rows, lb.rows);
   compare_labels_[1] = merged_labels(la.cols, lb.cols);
 
-  std::string what;
-  if (!stages[0] && !stages[1]) what.clear();
-  else if (!stages[1]) what = tr(Str::compare_only_a);
-  else if (!stages[0]) what = tr(Str::compare_only_b);
+  std::string what;  // nothing when neither run has the stage
+  if (!stages[0] || !stages[1]) what = stages[0] ? tr(Str::compare_only_a) : stages[1] ? tr(Str::compare_only_b) : "";
   else if (!same_shape)
-    what = format(Str::compare_shapes, shape_string(found->shape_a).c_str(), shape_string(found->shape_b).c_str());
+    what = format(Str::compare_shapes, shape_text(found->shape_a).c_str(), shape_text(found->shape_b).c_str());
   else
     what = format(Str::compare_values, found->max_abs, found->max_rel, static_cast<unsigned long long>(found->max_ulps),
                   found->beyond, stages[1]->value.size());

@@ -210,12 +210,6 @@ std::string base_name(std::string name, const std::string& prefix) {
   return name;
 }
 
-std::string shape_text(const Shape& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
 void check_config(const PretrainedConfig& c, const std::string& file) {
   if (c.hidden_size % c.num_heads != 0)
     throw InputError(file + ": hidden size " + std::to_string(c.hidden_size) + " is not divisible by " +

@@ -60,12 +60,6 @@ StageDiff compare_stage(const Stage& a, const Stage* b, Tolerance tol) {
   return d;
 }
 
-std::string shape_text(const Shape& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
 std::string number(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g", v);
