@@ -25,5 +25,5 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)  # the libraries the binaries link (libglfw3, libgl1, …), by dpkg-shlibdeps
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "fonts-nanum, python3")  # attn-gui's Hangul font; attn-playground's server
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "fonts-nanum, python3, python3-numpy")  # attn-gui's Hangul font; attn-playground's server; the Python module
 include(CPack)

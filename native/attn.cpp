@@ -25,37 +25,15 @@ int main(int argc, char** argv) {
   // it in again: a training step allocates and frees the same sizes each time (15 % of a step's time).
   mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  CLI::App app{"attnlab: transformer attention computed step by step", "attn"};
-  app.require_subcommand(0, 1);
-  app.set_help_all_flag("--help-all", "help for every subcommand");
-  attn::cli::TutorialOptions tutorial;
-  attn::cli::EncodeOptions encode;
-  attn::cli::BatchOptions batch;
-  attn::cli::MergeOptions merge;
-  attn::cli::TrainOptions train;
-  attn::cli::HeadsOptions heads;
-  attn::cli::PatchOptionsCli patch;
-  attn::cli::GenerateOptions generate;
-  attn::cli::DiffOptions diff;
+  attn::cli::CommandLine commands;
   attn::cli::BenchOptions bench;
-  attn::cli::add_tutorial_command(app, tutorial);
-  attn::cli::add_encode_command(app, encode);
-  attn::cli::add_batch_command(app, batch);
-  attn::cli::add_merge_command(app, merge);
-  attn::cli::add_train_command(app, train);
-  attn::cli::add_heads_command(app, heads);
-  attn::cli::add_patch_command(app, patch);
-  attn::cli::add_generate_command(app, generate);
-  attn::cli::add_diff_command(app, diff);
-  attn::cli::add_bench_command(app, bench);
+  attn::cli::add_bench_command(commands.app, bench);
   try {
-    app.parse(argc, argv);
-    if (app.get_subcommands().empty())
-      throw attn::InputError("a subcommand is required (tutorial, encode, batch, merge, train, heads, patch, generate, diff, bench); see 'attn --help'");
+    return commands.run(std::vector<std::string>(argv + 1, argv + argc));
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return commands.app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return commands.app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << "attn: " << e.what() << "\nRun 'attn --help' for usage.\n";
     return 2;
@@ -66,7 +44,4 @@ int main(int argc, char** argv) {
     std::cerr << "attn: out of memory: the requested sizes do not fit\n";
     return 2;
   }
-  for (int status : {batch.exit_status, train.exit_status, diff.exit_status})
-    if (status) return status;
-  return 0;
 }

@@ -1,6 +1,8 @@
 // The `attn` subcommands: their options and how they register with CLI11.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "core/model/model_options.hpp"
@@ -10,12 +12,24 @@
 
 namespace attn::cli {
 
+// What `attn tutorial` and `attn encode` computed, handed to a caller in the same process (the Python
+// module, python/) instead of printed: the trace, its tokens, and the --json document and the text
+// report, each formatted only when asked (formatting every stage costs more than computing them).
+struct CommandResult {
+  std::shared_ptr<const Trace> trace;
+  std::vector<std::vector<std::string>> tokens;
+  std::function<std::string()> json, text;  // json: the --json document without its final newline
+};
+// Hands `r` to `sink` when there is one, else prints the document or the report.
+void emit(CommandResult r, bool json, CommandResult* sink);
+
 struct TutorialOptions {
   std::string seed = "0", d_model = "6", max_len = "100", mask = "padding", part = "1";
   std::string ablate, ablation = "zero";  // its single head (core/model/interventions.hpp)
   SentenceOptions sentences;
   PlotOptions plot;
   bool json = false;
+  CommandResult* result = nullptr;  // set: the run is handed here, not printed (emit)
 };
 void add_tutorial_command(CLI::App& app, TutorialOptions& o);
 
@@ -36,6 +50,9 @@ struct EncodeOptions {
   std::vector<std::string> ids;
   SentenceOptions sentences;
   bool json = false;
+  CommandResult* result = nullptr;  // set: the run is handed here, not printed (emit)
+  // Set: the checkpoint is loaded once and kept here for the next runs (the Python module's models).
+  std::shared_ptr<const Pretrained>* checkpoint_cache = nullptr;
 };
 void add_encode_command(CLI::App& app, EncodeOptions& o);
 
@@ -76,6 +93,9 @@ void add_batch_command(CLI::App& app, BatchOptions& o);
 
 struct TrainOptions : train::TrainOptions {  // core/train/train_run.hpp
   int exit_status = 0;                       // 130 when interrupted (after its checkpoint)
+  // Set: called with each log record (a step's, an evaluation's); false stops the run as Ctrl-C does.
+  // The command then leaves SIGINT alone (the Python module's caller handles it).
+  std::function<bool(const Json& record)> on_record;
 };
 void add_train_command(CLI::App& app, TrainOptions& o);
 
@@ -91,5 +111,25 @@ struct MergeOptions {
   std::string output = "-";
 };
 void add_merge_command(CLI::App& app, MergeOptions& o);
+
+// Every subcommand on one CLI11 app: attn's main and the Python module parse the same options. bench
+// is added by attn's main alone (it needs the benchmark's own code).
+struct CommandLine {
+  CLI::App app{"attnlab: transformer attention computed step by step", "attn"};
+  TutorialOptions tutorial;
+  EncodeOptions encode;
+  BatchOptions batch;
+  MergeOptions merge;
+  TrainOptions train;
+  HeadsOptions heads;
+  PatchOptionsCli patch;
+  GenerateOptions generate;
+  DiffOptions diff;
+  CommandLine();
+  CommandLine(const CommandLine&) = delete;  // the commands' callbacks hold the options' addresses
+  // Parses and runs; CLI11's ParseError and InputError reach the caller. Returns the exit status of a
+  // command that completed (1 for a difference, 3 for bad batch items, 130 for an interrupted run).
+  int run(std::vector<std::string> args);
+};
 
 }  // namespace attn::cli

@@ -1,5 +1,6 @@
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <sstream>
 
 #include <iostream>
@@ -257,61 +258,121 @@ Json next_tokens_json(const std::vector<std::vector<NextToken>>& next) {
   return rows;
 }
 
+// The checkpoint, from the cache when the caller keeps one (EncodeOptions::checkpoint_cache).
+std::shared_ptr<const Pretrained> checkpoint(const EncodeOptions& o, const PretrainedFiles& files) {
+  if (o.checkpoint_cache && *o.checkpoint_cache) return *o.checkpoint_cache;
+  auto p = std::make_shared<const Pretrained>(load_pretrained_files(files));
+  if (o.checkpoint_cache) *o.checkpoint_cache = p;
+  return p;
+}
+
+// What a run leaves for its report and document (CommandResult formats them when asked).
+struct PretrainedRun {
+  std::shared_ptr<const Pretrained> p;
+  PretrainedBatch batch;
+  Trace trace;
+  Ablation ablation;
+  std::vector<std::vector<NextToken>> next;
+  std::optional<LogitLens> lens;
+
+  std::string token(int64_t id) const { return token_label(*p, id); }
+  std::string text() const {
+    const auto label = [this](int64_t id) { return token(id); };
+    return ablation_text(ablation) + pretrained_report(*p, batch, trace, next) + (lens ? lens_text(*lens, label) : "");
+  }
+  std::string json() const {
+    const PretrainedConfig& c = p->model.config;
+    Json doc = {{"family", family_name(c.family)},
+                {"architecture", c.architecture},
+                {"config",
+                 {{"vocab_size", c.vocab_size}, {"hidden_size", c.hidden_size}, {"num_heads", c.num_heads},
+                  {"num_layers", c.num_layers}, {"intermediate_size", c.intermediate_size},
+                  {"max_positions", c.max_positions}}},
+                {"parameter_count", parameter_count(p->model)},
+                {"ignored", p->model.ignored},
+                {"tokens", batch.tokens},
+                {"stages", stages_json(trace)}};
+    if (!next.empty()) doc["next_tokens"] = next_tokens_json(next);
+    if (!ablation.empty()) doc["ablation"] = ablation_json(ablation);
+    if (lens) doc["logit_lens"] = lens_json(*lens, [this](int64_t id) { return token(id); });
+    return doc.dump();
+  }
+};
+
 void run_pretrained(const EncodeOptions& o, const PretrainedFiles& files) {
   if (!o.ids.empty()) throw InputError("--ids is for the tutorial's classifier; give a checkpoint sentences");
   if (!o.backend.empty() || !o.save_weights.empty())
     throw InputError("--backend and --save-weights are for the tutorial's classifier, not a checkpoint");
   const size_t k = parse_size("--top-k", o.top_k, 1);
   const double temperature = parse_number("--temperature", o.temperature);
-  const Pretrained p = load_pretrained_files(files);
+  auto run = std::make_shared<PretrainedRun>();
+  run->p = checkpoint(o, files);
+  const Pretrained& p = *run->p;
   const ModelStages stages = model_stages(p.model.config);
-  const Ablation ablation = ablation_of(o, stages);
-  const PretrainedBatch batch = tokenize_pretrained(p, o.sentences.resolve(tutorial_sentences()));
-  const Trace trace = ablated_run(
-      ablation, stages, batch.input.lengths, [&](const Hooks* h) { return pretrained_forward(p.model, batch.input, h); },
+  run->ablation = ablation_of(o, stages);
+  run->batch = tokenize_pretrained(p, o.sentences.resolve(tutorial_sentences()));
+  const PretrainedBatch& batch = run->batch;
+  run->trace = ablated_run(
+      run->ablation, stages, batch.input.lengths, [&](const Hooks* h) { return pretrained_forward(p.model, batch.input, h); },
       [&](std::vector<size_t>& lengths) {
         const PretrainedBatch mean = tokenize_pretrained(p, read_sentences_file(o.mean_data));
         lengths = mean.input.lengths;
         return pretrained_forward(p.model, mean.input);
       },
       !o.mean_data.empty());
-  std::vector<std::vector<NextToken>> next;
   if (p.model.config.family == ModelFamily::gpt2)
-    for (size_t row = 0; row < batch.input.batch; ++row) next.push_back(next_tokens(p, trace, batch.input, row, k, temperature));
-  if (!o.save_npy.empty()) save_npy_dir(o.save_npy, trace);
-  save_plot(o.plot, trace, batch.tokens);
-  const auto token = [&](int64_t id) { return token_label(p, id); };
-  std::optional<LogitLens> lens;
-  if (o.logit_lens) lens = logit_lens(p.model, trace, k);
-  if (!o.json) return print(ablation_text(ablation) + pretrained_report(p, batch, trace, next) + (lens ? lens_text(*lens, token) : ""));
-  const PretrainedConfig& c = p.model.config;
-  Json doc = {{"family", family_name(c.family)},
-              {"architecture", c.architecture},
-              {"config",
-               {{"vocab_size", c.vocab_size}, {"hidden_size", c.hidden_size}, {"num_heads", c.num_heads},
-                {"num_layers", c.num_layers}, {"intermediate_size", c.intermediate_size},
-                {"max_positions", c.max_positions}}},
-              {"parameter_count", parameter_count(p.model)},
-              {"ignored", p.model.ignored},
-              {"tokens", batch.tokens},
-              {"stages", stages_json(trace)}};
-  if (!next.empty()) doc["next_tokens"] = next_tokens_json(next);
-  if (!ablation.empty()) doc["ablation"] = ablation_json(ablation);
-  if (lens) doc["logit_lens"] = lens_json(*lens, token);
-  print(doc.dump() + "\n");
+    for (size_t row = 0; row < batch.input.batch; ++row)
+      run->next.push_back(next_tokens(p, run->trace, batch.input, row, k, temperature));
+  if (!o.save_npy.empty()) save_npy_dir(o.save_npy, run->trace);
+  save_plot(o.plot, run->trace, batch.tokens);
+  if (o.logit_lens) run->lens = logit_lens(p.model, run->trace, k);
+  emit({std::shared_ptr<const Trace>(run, &run->trace), batch.tokens, [run] { return run->json(); },
+        [run] { return run->text(); }},
+       o.json, o.result);
 }
+
+// The classifier's run, as PretrainedRun.
+struct ClassifierRun {
+  Inputs in;
+  std::optional<TransformerModel> model;
+  Trace trace;
+  Ablation ablation;
+  std::optional<LogitLens> lens;
+  bool train = false;
+
+  std::string text() const {
+    return ablation_text(ablation) + text_report(*model, in, trace, train) + (lens ? lens_text(*lens, class_label) : "");
+  }
+  std::string json() const {
+    Json doc = {{"config", config_to_json(model->config)},
+                {"mode", train ? "train" : "eval"},
+                {"parameter_count", parameter_count(*model)}};
+    if (in.has_vocab) {
+      Json vocab = Json::object();
+      for (size_t id = 0; id < in.vocab.size(); ++id) vocab[in.vocab.tokens()[id]] = id;
+      doc["vocab"] = std::move(vocab);
+      doc["tokens"] = in.tokens;
+    }
+    if (!ablation.empty()) doc["ablation"] = ablation_json(ablation);
+    doc["stages"] = stages_json(trace);
+    if (lens) doc["logit_lens"] = lens_json(*lens, class_label);
+    return doc.dump();
+  }
+};
 
 void run(const EncodeOptions& o) {
   if (const auto files = pretrained_files(o.model)) return run_pretrained(o, *files);
   if (!o.backend.empty() && o.logit_lens)
     throw InputError("--logit-lens reads the exact path's residual stream: drop --backend");
-  const Inputs in = read_inputs(o);
+  auto run = std::make_shared<ClassifierRun>();
+  run->in = read_inputs(o);
+  const Inputs& in = run->in;
   const size_t needed = in.has_vocab ? in.vocab.size() : size_t(*std::max_element(in.ids.begin(), in.ids.end())) + 1;
   TorchGenerator gen(parse_seed(o.model.seed.empty() ? "0" : o.model.seed));
-  const TransformerModel model = build_model(o.model, model_config(o.model), needed, gen);
-  const bool train = o.model.train;
+  const TransformerModel& model = run->model.emplace(build_model(o.model, model_config(o.model), needed, gen));
+  const bool train = run->train = o.model.train;
   const ModelStages stages = model_stages(model.config);
-  const Ablation ablation = ablation_of(o, stages);
+  run->ablation = ablation_of(o, stages);
   const MaskKind mask = parse_mask_kind(o.model.mask);
   const auto forward = [&](const Hooks* h) { return classify(model, in.ids, in.batch, in.seq, mask, train ? &gen : nullptr, h); };
   const auto clean_on_mean_data = [&](std::vector<size_t>& lengths) {
@@ -325,28 +386,16 @@ void run(const EncodeOptions& o) {
     lengths = mean.lengths;
     return classify(model, mean.ids, mean.batch, mean.seq, mask, nullptr);
   };
-  const Trace trace = o.backend.empty()
-                          ? ablated_run(ablation, stages, in.lengths, forward, clean_on_mean_data, !o.mean_data.empty())
-                          : classify_on_backend(o, model, in);
-  std::optional<LogitLens> lens;
-  if (o.logit_lens) lens = logit_lens(model, trace);
+  run->trace = o.backend.empty()
+                   ? ablated_run(run->ablation, stages, in.lengths, forward, clean_on_mean_data, !o.mean_data.empty())
+                   : classify_on_backend(o, model, in);
+  if (o.logit_lens) run->lens = logit_lens(model, run->trace);
   if (!o.save_weights.empty()) write_safetensors(o.save_weights, state_dict(model));
-  if (!o.save_npy.empty()) save_npy_dir(o.save_npy, trace);
-  save_plot(o.plot, trace, in.tokens);
-  if (!o.json) return print(ablation_text(ablation) + text_report(model, in, trace, train) + (lens ? lens_text(*lens, class_label) : ""));
-  Json doc = {{"config", config_to_json(model.config)},
-              {"mode", train ? "train" : "eval"},
-              {"parameter_count", parameter_count(model)}};
-  if (in.has_vocab) {
-    Json vocab = Json::object();
-    for (size_t id = 0; id < in.vocab.size(); ++id) vocab[in.vocab.tokens()[id]] = id;
-    doc["vocab"] = std::move(vocab);
-    doc["tokens"] = in.tokens;
-  }
-  if (!ablation.empty()) doc["ablation"] = ablation_json(ablation);
-  doc["stages"] = stages_json(trace);
-  if (lens) doc["logit_lens"] = lens_json(*lens, class_label);
-  print(doc.dump() + "\n");
+  if (!o.save_npy.empty()) save_npy_dir(o.save_npy, run->trace);
+  save_plot(o.plot, run->trace, in.tokens);
+  emit({std::shared_ptr<const Trace>(run, &run->trace), in.tokens, [run] { return run->json(); },
+        [run] { return run->text(); }},
+       o.json, o.result);
 }
 
 }  // namespace

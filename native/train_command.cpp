@@ -96,10 +96,11 @@ class Run {
         val_->step = done;
         write(train::record_json(*val_));
       }
-      if (!o_.checkpoint.empty() && (done % every == 0 || done == total || interrupted))
+      const bool stopping = interrupted || stopped_;
+      if (!o_.checkpoint.empty() && (done % every == 0 || done == total || stopping))
         save_checkpoint(o_.checkpoint, trainer_, run_);
       show(done, total);
-      if (interrupted) return stop(done);
+      if (stopping) return stop(done);
     }
     if (progress_) std::cerr << '\n';
     return 0;
@@ -114,6 +115,7 @@ class Run {
   using Clock = std::chrono::steady_clock;
 
   void write(const Json& record) {
+    if (o_.on_record && !o_.on_record(record)) stopped_ = true;
     if (!log_.is_open()) return;
     log_ << record.dump() << '\n';
     log_.flush();
@@ -146,6 +148,7 @@ class Run {
   Json run_;
   train::StepRecord last_;
   std::optional<train::EvalRecord> val_;
+  bool stopped_ = false;  // on_record asked to stop
   const Clock::time_point start_ = Clock::now();
   Clock::time_point shown_{};
   size_t first_ = trainer_.steps_done();
@@ -221,8 +224,10 @@ void run_train(TrainOptions& o) {
   const auto tokenizer = r.data.tokenizer;
   Run run(o, std::move(r.data), trainer);
   run.set_identity(r.identity);
-  std::signal(SIGINT, on_interrupt);
-  std::signal(SIGTERM, on_interrupt);
+  if (!o.on_record) {
+    std::signal(SIGINT, on_interrupt);
+    std::signal(SIGTERM, on_interrupt);
+  }
   o.exit_status = run(r.eval_every);
   if (o.exit_status != 0) return;
   if (r.lm_trainer)

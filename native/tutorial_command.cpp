@@ -52,12 +52,16 @@ void run(const TutorialOptions& o, const CLI::App& cmd) {
   if (o.part != "1") throw InputError("--part expects 1 or 2 (the first or second tutorial), got '" + o.part + "'");
   const TutorialConfig config = tutorial_config(o);
   const Ablation ablation = ablation_of(o, config);
-  const TutorialRun result = ablated_run(config, ablation);
-  save_plot(o.plot, result.trace, result.batch.tokens);
-  if (!o.json) return print(ablation_text(ablation) + tutorial_walkthrough(result));
-  Json doc = tutorial_json(result);
-  if (!ablation.empty()) doc["ablation"] = ablation_json(ablation);
-  print(doc.dump() + "\n");
+  const auto result = std::make_shared<const TutorialRun>(ablated_run(config, ablation));
+  save_plot(o.plot, result->trace, result->batch.tokens);
+  CommandResult r{std::shared_ptr<const Trace>(result, &result->trace), result->batch.tokens,
+                  [result, ablation] {
+                    Json doc = tutorial_json(*result);
+                    if (!ablation.empty()) doc["ablation"] = ablation_json(ablation);
+                    return doc.dump();
+                  },
+                  [result, ablation] { return ablation_text(ablation) + tutorial_walkthrough(*result); }};
+  emit(std::move(r), o.json, o.result);
 }
 
 }  // namespace

@@ -32,8 +32,9 @@
   };
 
   // The font is a static file next to the page, fetched while the wasm compiles; it must be in the
-  // file system before main runs.
-  const font = fetch('NanumGothic-subset.ttf').then((r) => {
+  // file system before main runs. Module.locateFile (Emscripten's hook, as for index.wasm) may put it
+  // elsewhere: a page with everything inlined (python/attnlab/_playground.py) gives a blob: URL.
+  const font = fetch(locateFile('NanumGothic-subset.ttf')).then((r) => {
     if (!r.ok) throw new Error('font: HTTP ' + r.status);
     return r.arrayBuffer();
   });
@@ -103,11 +104,18 @@
   }
   Module.attnlabConfigChanged = function (hash, sentences, lang, labels) {
     translatePage(lang, labels);
-    const target = hash ? '#' + hash : location.pathname + location.search;
+    // An absolute URL: a relative one resolves against the base URL, which in an about:srcdoc frame (a
+    // notebook's output) is the parent's, and replaceState refuses another document's URL.
+    const target = location.href.split('#')[0] + (hash ? '#' + hash : '');
     if ((location.hash || '') !== (hash ? '#' + hash : '')) {
       applyingHash = true;
-      history.replaceState(null, '', target);
-      applyingHash = false;
+      try {
+        history.replaceState(null, '', target);
+      } catch (e) {  // a frame whose URL cannot change: the settings stay in state().hash
+        console.info('attnlab: the URL hash cannot follow the settings here (' + e.message + ')');
+      } finally {
+        applyingHash = false;
+      }
     }
     const f = field();
     if (sentences !== null && f && f.value !== sentences) f.value = sentences;

@@ -9,6 +9,7 @@
 #include "core/base/error.hpp"
 #include "core/kernels/kernels.hpp"
 #include "core/base/memory.hpp"
+#include "core/model/gpt2.hpp"
 #include "core/model/pretrained_parts.hpp"
 
 namespace attn {
@@ -462,6 +463,33 @@ void for_each_tensor(PretrainedModel& m, const std::function<void(Tensor&)>& vis
 
 void for_each_tensor(const PretrainedModel& m, const std::function<void(const Tensor&)>& visit) {
   for_each_tensor(const_cast<PretrainedModel&>(m), [&](Tensor& t) { visit(t); });  // visits read only
+}
+
+std::vector<NamedTensor> pretrained_state_dict(const PretrainedModel& m) {
+  if (m.config.family == ModelFamily::gpt2) return gpt2_state_dict(m);
+  std::vector<NamedTensor> out;
+  auto add = [&](const std::string& name, const Tensor& weight, const Tensor& bias) {
+    out.push_back({name + ".weight", weight});
+    out.push_back({name + ".bias", bias});
+  };
+  out.push_back({"embeddings.word_embeddings.weight", m.word_embeddings});
+  out.push_back({"embeddings.position_embeddings.weight", m.position_embeddings});
+  out.push_back({"embeddings.token_type_embeddings.weight", m.token_type_embeddings});
+  add("embeddings.LayerNorm", m.embeddings_norm.weight, m.embeddings_norm.bias);
+  for (size_t i = 0; i < m.layers.size(); ++i) {
+    const EncoderLayer& l = m.layers[i];
+    const std::string p = "encoder.layer." + std::to_string(i) + ".";
+    add(p + "attention.self.query", l.query.weight, l.query.bias);
+    add(p + "attention.self.key", l.key.weight, l.key.bias);
+    add(p + "attention.self.value", l.value.weight, l.value.bias);
+    add(p + "attention.output.dense", l.output.weight, l.output.bias);
+    add(p + "attention.output.LayerNorm", l.norm1.weight, l.norm1.bias);
+    add(p + "intermediate.dense", l.linear1.weight, l.linear1.bias);
+    add(p + "output.dense", l.linear2.weight, l.linear2.bias);
+    add(p + "output.LayerNorm", l.norm2.weight, l.norm2.bias);
+  }
+  if (m.has_pooler()) add("pooler.dense", m.pooler.weight, m.pooler.bias);
+  return out;
 }
 
 size_t parameter_count(const PretrainedModel& m) {

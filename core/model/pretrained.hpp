@@ -66,6 +66,9 @@ PretrainedModel read_pretrained_weights(const PretrainedConfig& config, const st
 void for_each_tensor(const PretrainedModel& model, const std::function<void(const Tensor&)>& visit);
 void for_each_tensor(PretrainedModel& model, const std::function<void(Tensor&)>& visit);
 size_t parameter_count(const PretrainedModel& model);
+// BertModel.state_dict() (its parameters; the position_ids buffer aside), or GPT-2's (gpt2_state_dict):
+// what load_state_dict(strict=True) of the base model takes.
+std::vector<NamedTensor> pretrained_state_dict(const PretrainedModel& model);
 
 struct PretrainedInput {
   std::vector<int64_t> ids, type_ids;  // [B, S]; type_ids BERT only (empty = all 0)

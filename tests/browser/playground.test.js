@@ -15,10 +15,9 @@
 'use strict';
 const fs = require('fs');
 const path = require('path');
-const zlib = require('zlib');
-const { chromium } = require('playwright-core');
 const { checkRobustness } = require('./robustness');
 const { serveFiles, inside, isolation } = require('./static_server');
+const { decodePng, launchChromium } = require('./headless');
 
 const site = path.resolve(process.argv[2] || 'build-web/web/site');
 const outDir = process.argv[3] ? path.resolve(process.argv[3]) : null;
@@ -40,40 +39,6 @@ function serve(dir, threaded = null) {
     const mt = threaded && (name === 'mt' || name.startsWith('mt/'));
     return inside(mt ? threaded : dir, (mt ? name.slice(3) : name) || 'index.html');
   }, threaded ? isolation : {});
-}
-
-// Minimal PNG decoder (8-bit RGB/RGBA, non-interlaced): what Chromium's screenshots are.
-function decodePng(buf) {
-  let pos = 8, width = 0, height = 0, channels = 0;
-  const idat = [];
-  while (pos < buf.length) {
-    const len = buf.readUInt32BE(pos), type = buf.toString('ascii', pos + 4, pos + 8);
-    const data = buf.subarray(pos + 8, pos + 8 + len);
-    if (type === 'IHDR') {
-      width = data.readUInt32BE(0); height = data.readUInt32BE(4);
-      channels = { 2: 3, 6: 4 }[data[9]];
-      if (data[8] !== 8 || !channels || data[12] !== 0) throw new Error('unsupported PNG');
-    } else if (type === 'IDAT') idat.push(data);
-    pos += 12 + len;
-  }
-  const raw = zlib.inflateSync(Buffer.concat(idat)), stride = width * channels;
-  const px = Buffer.alloc(width * height * 4);
-  let prev = Buffer.alloc(stride);
-  for (let y = 0; y < height; y++) {
-    const f = raw[y * (stride + 1)], line = Buffer.from(raw.subarray(y * (stride + 1) + 1, (y + 1) * (stride + 1)));
-    for (let i = 0; i < stride; i++) {
-      const a = i >= channels ? line[i - channels] : 0, b = prev[i], c = i >= channels ? prev[i - channels] : 0;
-      let p = 0;
-      if (f === 1) p = a; else if (f === 2) p = b; else if (f === 3) p = (a + b) >> 1;
-      else if (f === 4) { const q = a + b - c, pa = Math.abs(q - a), pb = Math.abs(q - b), pc = Math.abs(q - c);
-        p = pa <= pb && pa <= pc ? a : pb <= pc ? b : c; }
-      line[i] = (line[i] + p) & 255;
-    }
-    for (let x = 0; x < width; x++)
-      for (let k = 0; k < 4; k++) px[(y * width + x) * 4 + k] = k < channels ? line[x * channels + k] : 255;
-    prev = line;
-  }
-  return { width, height, px };
 }
 
 // Our trace against a PyTorch fixture: tokens, vocab and every stage, bit for bit (as float32).
@@ -690,12 +655,7 @@ function closeToFixture(trace, fx) {
   const server = await serve(site);
   const url = `http://127.0.0.1:${server.address().port}/`;
   const userData = fs.mkdtempSync('/tmp/attnlab-chromium-');
-  const browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium', headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-           '--disable-background-networking', '--disable-component-update', '--disable-sync',
-           '--enable-unsafe-swiftshader', '--use-angle=swiftshader'],
-  });
+  const browser = await launchChromium();
   try {
     const page = await browser.newPage({ viewport: { width: 1280, height: 860 }, deviceScaleFactor: 1 });
     const errors = [];
