@@ -105,16 +105,21 @@ def tutorial(sentences=None, *, seed=0, d_model=6, mask="padding", **options):
     options (max_len, ablate="0.0", ablation="mean", plot=..., svg=...). part=2 runs the second
     tutorial's script and returns its JSON document as a dict.
     """
-    options = dict(sentences=_sentence_list(sentences), seed=seed, d_model=d_model, mask=mask, **_heads_option(options))
+    return _trace("tutorial", _tutorial_options(sentences, seed, d_model, mask, options))
+
+
+def _tutorial_options(sentences, seed, d_model, mask, options):
+    # d_model and mask at their defaults are left to the CLI: --part 2 refuses them.
+    options = dict(sentences=_sentence_list(sentences), seed=seed, d_model=None if d_model == 6 else d_model,
+                   mask=None if mask == "padding" else mask, **_heads_option(options))
     if options.get("part") in (2, "2"):
         options["json"] = True
-    return _trace("tutorial", options)
+    return options
 
 
 def _tutorial_argv(sentences=None, *, seed=0, d_model=6, mask="padding", **options):
     """The arguments tutorial() runs (for the tests)."""
-    return _argv("tutorial", dict(sentences=_sentence_list(sentences), seed=seed, d_model=d_model, mask=mask,
-                                  **_heads_option(options)), _SENTENCES)
+    return _argv("tutorial", _tutorial_options(sentences, seed, d_model, mask, options), _SENTENCES)
 
 
 def encode(sentences=None, **options):

@@ -61,7 +61,8 @@ def argv(command, options, renames=None):
         name = "--" + (renames or {}).get(key, key).replace("_", "-")
         kind = kinds.get(name, kinds.get(key) == "positional" and "positional")
         if not kind:
-            known = ", ".join(sorted(n.removeprefix("--").replace("-", "_") for n in kinds))
+            keyword = {v: k for k, v in (renames or {}).items()}
+            known = ", ".join(sorted(keyword.get(n, n) for n in (n.removeprefix("--").replace("-", "_") for n in kinds)))
             raise ValueError(f"{command}: no option {key!r} (attn {command} has no {name}); its options: {known}")
         if kind == "positional":
             args.append(_scalar_text(key, value))

@@ -156,6 +156,7 @@ class Arrays(unittest.TestCase):
         self.assertIn("attention_weights", trace)
         self.assertLess(len(repr(trace)), 200)
         self.assertIn("attention_weights [2, 3, 3]", repr(trace))
+        self.assertEqual(attnlab.tutorial(part=2, seed=1), json.loads(cli_json("tutorial", "--part", "2", "--seed", "1")))
         with self.assertRaisesRegex(KeyError, "attention_weights"):
             trace["attention_weight"]
         self.assertEqual(trace.text(), cli("tutorial", "--sentence", "a b c", "--sentence", "d e")[1])
