@@ -82,9 +82,7 @@ struct PyTrace {
   const Stage& stage(const std::string& name) const {
     for (const Stage& s : result.trace->stages())
       if (s.name == name) return s;
-    std::vector<std::string> names;
-    for (const Stage& s : result.trace->stages()) names.push_back(s.name);
-    throw py::key_error("no stage '" + name + "' in this trace; nearest: " + near_names(name, names));
+    throw py::key_error("no stage '" + name + "' in this trace; nearest: " + near_names(name, names()));
   }
 
   // Floats: a read-only view of the engine's tensor, kept alive by the array. Ids and masks: int64 and

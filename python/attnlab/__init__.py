@@ -13,6 +13,7 @@ TypeError. docs/python.md is the reference.
 """
 import atexit
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -98,7 +99,7 @@ def _trace(command, options, renames=_SENTENCES, checkpoint=None):
     return Trace(native, command, options)
 
 
-def tutorial(sentences=None, *, seed=0, d_model=6, mask="padding", **options):
+def tutorial(sentences=None, seed=0, d_model=6, mask="padding", **options):
     """The first tutorial's single-head attention (`attn tutorial`), stage by stage: a Trace.
 
     sentences: a list of strings (default: the tutorial's four). Other keywords: attn tutorial's
@@ -265,7 +266,7 @@ def train(progress=None, **options):
 # --- the other commands ---
 
 def _document(command, options, renames=None):
-    status, text, _ = _attnlab.run(_argv(command, dict(options, json=True), renames))
+    _, text, _ = _attnlab.run(_argv(command, dict(options, json=True), renames))
     return json.loads(text)
 
 
@@ -303,8 +304,7 @@ def diff(a, b, *, rtol=None, atol=None):
 def batch(**options):
     """attn batch over a file (input, output, format, stages, ...); returns its exit status (0, or 3 when
     some items were bad: the output lists them)."""
-    status, text, _ = _attnlab.run(_argv("batch", dict(options, quiet=True)))
-    return status
+    return _attnlab.run(_argv("batch", dict(options, quiet=True)))[0]
 
 
 def help(command):
@@ -377,7 +377,8 @@ def _trace_html(trace, view):
     model = _model_files(files) if files else None
     if model and sum(os.path.getsize(p) for p in model.values()) > _MAX_EMBEDDED_MODEL:
         return _note(f"the model's files are over {_MAX_EMBEDDED_MODEL >> 20} MiB: too large to inline in a cell", trace)
-    document = trace.to_json() if sum(trace[n].size for n in trace) * 12 < _MAX_EMBEDDED_JSON else None
+    floats = sum(math.prod(trace._native.shape(name)) for name in trace)  # about 12 bytes each as JSON
+    document = trace.to_json() if floats * 12 < _MAX_EMBEDDED_JSON else None
     return _playground.playground_html(hash, view, model, expected_json=document)
 
 

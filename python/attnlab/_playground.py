@@ -31,10 +31,14 @@ def site_dir() -> str | None:
     return here if os.path.isfile(os.path.join(here, "index.js")) else None
 
 
+def _script_json(text: str) -> str:
+    """JSON text for a <script> element: '<', '>' and '&' (found only inside JSON strings, where \\u003c
+    means the same) escaped, so no text can close the element."""
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
 def _js(value) -> str:
-    """JSON for a <script> element: '<', '>' and '&' escaped, so no text can close the element."""
-    return (json.dumps(value, ensure_ascii=False)
-            .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+    return _script_json(json.dumps(value, ensure_ascii=False))
 
 
 def _b64(data: bytes) -> str:
@@ -89,17 +93,7 @@ def _page(site: str, stamp: tuple) -> tuple[str, str, str]:
 def _model_entries(model_files: dict) -> dict:
     """{"roles": true, files: [[role, base64]]} for {"weights", "config", "vocab"}; else a checkpoint's files
     by name ({"config.json": …, "model.safetensors": …}), sorted by the page as Model files… sorts them."""
-    def data(value):
-        if isinstance(value, os.PathLike):
-            return pathlib.Path(value).read_bytes()
-        if isinstance(value, str):
-            return value.encode("utf-8")
-        if isinstance(value, (bytes, bytearray, memoryview)):
-            return bytes(value)
-        if isinstance(value, (dict, list)):
-            return json.dumps(value).encode("utf-8")
-        raise TypeError(f"model_files: expected bytes, str, a path or a JSON object, not {type(value).__name__}")
-    files = [[str(name), _b64(data(v))] for name, v in model_files.items() if v is not None]
+    files = [[str(name), _b64(pathlib.Path(path).read_bytes())] for name, path in model_files.items()]
     return {"roles": set(model_files) <= _ROLES, "files": files}
 
 
@@ -118,8 +112,8 @@ def playground_html(hash: str, view: dict | None = None, model_files: dict | Non
 
     hash: the playground's URL-hash settings ("seed=1&mask=none"; docs/playground.md), applied at start.
     view: given to attnlab.selectView once the first frame is drawn ({"model_view": True}).
-    model_files: {"weights": bytes, "config": str, "vocab": str}, or a checkpoint's files by name, loaded
-      with attnlab.loadModel before the view is selected (bytes, text, a JSON object or a path each).
+    model_files: the files' paths by role ({"weights", "config", "vocab"}), or a checkpoint's by file name,
+      loaded with attnlab.loadModel before the view is selected.
     height: the iframe's height in CSS pixels.
     expected_json: a trace document (text) attached beside the iframe as
       <script type="application/json" class="attnlab-trace">, for tests to compare with attnlab.trace().
@@ -173,8 +167,5 @@ def playground_html(hash: str, view: dict | None = None, model_files: dict | Non
            f'<iframe class="attnlab-playground" title="attnlab playground" srcdoc="{html.escape(doc, quote=True)}" '
            f'style="width: 100%; height: {int(height)}px; border: 1px solid #444; border-radius: 3px"></iframe>')
     if expected_json is not None:
-        text = expected_json if isinstance(expected_json, str) else json.dumps(expected_json)
-        # '<' occurs only inside JSON strings, where \u003c means the same.
-        text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-        out += f'<script type="application/json" class="attnlab-trace">{text}</script>'
+        out += f'<script type="application/json" class="attnlab-trace">{_script_json(expected_json)}</script>'
     return out + "</div>"
