@@ -17,6 +17,7 @@
 #include "core/backend/device_model.hpp"
 #include "core/base/error.hpp"
 #include "core/kernels/fast_kernels.hpp"
+#include "core/kernels/kernels.hpp"
 #include "core/base/memory.hpp"
 #include "core/base/threads.hpp"
 #include "core/io/npy.hpp"
@@ -421,6 +422,7 @@ void bench_generate(Context& c) {
   std::vector<int64_t> prompt(z.prompt);
   for (int64_t& id : prompt) id = int64_t(draw() % z.vocab);
   std::vector<int64_t> generated;
+  const ProductMode products(Rounding::exact, &c.pool);  // attn generate's, on --threads
   const Timing t = measure(
       [&] {
         TokenGenerator g(p, prompt, z.new_tokens, SamplingOptions{0.0, 0, 1.0, 0});
@@ -429,12 +431,13 @@ void bench_generate(Context& c) {
         for (const GeneratedToken& token : g.generation().tokens) generated.push_back(token.id);
       },
       c.budget);
-  // Each position: the layers' products (24 d² + 4 · context · d) and, for the prompt's every position
-  // and each new one, the logits (2 d V).
+  // Each position: the layers' products (24 d² + 4 · context · d) and, for the prompt's last position and
+  // each new one, the logits (2 d V).
   const double d = double(z.d);
   double flops = 0;
   for (size_t position = 0; position + 1 < z.prompt + z.new_tokens; ++position)
-    flops += double(z.layers) * (24 * d * d + 4 * double(position + 1) * d) + 2 * d * double(z.vocab);
+    flops += double(z.layers) * (24 * d * d + 4 * double(position + 1) * d) +
+             (position + 1 >= z.prompt ? 2 * d * double(z.vocab) : 0);
   batch::Fnv1a ids;
   ids.update(generated.data(), generated.size() * sizeof(int64_t));
   c.report("generate", {{"layers", z.layers}, {"heads", z.heads}, {"d_model", z.d}, {"vocab", z.vocab},

@@ -75,7 +75,7 @@ void add_patch_command(CLI::App& app, PatchOptionsCli& o);
 
 struct GenerateOptions {
   ModelOptions model;  // a GPT-2 checkpoint's files
-  std::string prompt, max_new_tokens = "20", temperature = "1", top_k = "0", top_p = "1", seed = "0";
+  std::string prompt, max_new_tokens = "20", temperature = "1", top_k = "0", top_p = "1", seed = "0", threads = "auto";
   bool json = false;
 };
 void add_generate_command(CLI::App& app, GenerateOptions& o);

@@ -4,6 +4,8 @@
 
 #include "core/base/error.hpp"
 #include "core/base/parse.hpp"
+#include "core/base/threads.hpp"
+#include "core/kernels/kernels.hpp"
 #include "core/model/generate.hpp"
 #include "core/torch/rng.hpp"
 #include "native/commands.hpp"
@@ -40,6 +42,8 @@ void run(const GenerateOptions& o) {
                      "--merges");
   const size_t max_new = parse_size("--max-new-tokens", o.max_new_tokens, 1);
   const SamplingOptions sampling = sampling_of(o);
+  ThreadPool pool(parse_threads(o.threads));
+  const ProductMode products(Rounding::exact, &pool);
   const Pretrained p = load_pretrained_files(*files);
   const Generation g = generate(p, o.prompt, max_new, sampling);
   print(o.json ? generation_json(p, g, max_new, sampling).dump() + "\n" : text_report(g));
@@ -63,6 +67,8 @@ void add_generate_command(CLI::App& app, GenerateOptions& o) {
   cmd->add_option("--top-p", o.top_p, "draw among the likeliest tokens whose probabilities reach p (1: all)")
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "torch.manual_seed value of the draws, in [-2^63, 2^64)")->capture_default_str();
+  cmd->add_option("--threads", o.threads, "threads the products run on, or auto: every core (the tokens and their "
+                                          "bits do not depend on it)")->capture_default_str();
   cmd->add_flag("--json", o.json, "print the prompt, each new token with its probability and attention [layer][head]"
                                   "[key], and the text as one JSON document");
   cmd->callback([&o] { run(o); });

@@ -353,7 +353,8 @@ def bench_generate(args):
                 logits = forward(token.view(1, 1), past, prompt_len + n)
     with torch.inference_mode():
         samples, extra = measure(run, args.budget)
-    flops = sum(layers * (24 * d * d + 4 * (position + 1) * d) + 2 * d * vocab for position in range(prompt_len + new - 1))
+    flops = sum(layers * (24 * d * d + 4 * (position + 1) * d) + (2 * d * vocab if position + 1 >= prompt_len else 0)
+                for position in range(prompt_len + new - 1))
     params = {"layers": layers, "heads": heads, "d_model": d, "vocab": vocab, "prompt": prompt_len, "new_tokens": new}
     return [result("generate", params, samples, extra, flops, tokens_per_s=new / statistics.median(samples))]
 

@@ -203,6 +203,7 @@ attn_cli_case(generate_temperature 2 "--temperature must be 0 \\(greedy\\) or po
 attn_cli_case(generate_top_p 2 "--top-p must be in \\(0, 1\\]" ${gen} --prompt "the" --top-p 1.5)
 attn_cli_case(generate_top_k 2 "--top-k expects an integer >= 0" ${gen} --prompt "the" --top-k -2)
 attn_cli_case(generate_seed 2 "--seed" ${gen} --prompt "the" --seed x)
+attn_cli_case(generate_threads 2 "--threads expects auto or an integer >= 1, got '0'" ${gen} --prompt "the" --threads 0)
 
 # Comparing traces (docs/compare.md): attn diff of the tutorial against PyTorch's stages saved as .npy
 # (diff_check.py), two small documents, and the bad inputs.

@@ -115,6 +115,9 @@ def main(attn):
     case(attn, model, vocab, "sampled, top-p 0.8", "the mat", 10, temperature=1.3, top_p=0.8, seed=42)
     case(attn, model, vocab, "sampled, top-k 10 and top-p 0.5", "the cat", 6, temperature=0.9, top_k=10, top_p=0.5,
          seed=7)
+    one, three = (attn_generate(attn, "the dog ran", ["--max-new-tokens", "6", "--temperature", "1", "--seed", "5",
+                                                      "--threads", n]) for n in ("1", "3"))
+    check(one == three, "--threads 3 generates what --threads 1 does, every value the same")
     if failures:
         raise SystemExit(f"{len(failures)} check(s) failed")
 

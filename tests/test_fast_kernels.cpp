@@ -170,13 +170,15 @@ TEST_CASE("a row of a product has the same bits in a tiny product and in a large
 
 // A single row times an nn.Linear weight (B[n, k]ᵀ, generation's one position) is computed without
 // packing B: the same bits as the row in a product of many rows, both roundings, with and without C,
-// bias and ReLU, k deeper than a slice and not a multiple of the lanes, n not a multiple of a panel.
+// bias and ReLU, k deeper than a slice and not a multiple of the lanes, n not a multiple of a panel, on
+// one thread and with the panels split over three.
 TEST_CASE("a row times a weight has the bits of the row in a large product", "[fast_kernels]") {
   const std::string best = kernel_isa();
+  ThreadPool pool(3);
   for (const std::string& isa : isas()) {
     set_kernel_isa(isa);
     for (size_t k : {80, 1100})
-      for (size_t n : {64, 77})
+      for (size_t n : {64, 77, 230})
         for (Rounding rounding : {Rounding::exact, Rounding::fused})
           for (bool accumulate : {false, true}) {
             INFO(isa << " k " << k << " n " << n << " exact " << (rounding == Rounding::exact) << " accumulate " << accumulate);
@@ -193,8 +195,12 @@ TEST_CASE("a row times a weight has the bits of the row in a large product", "[f
             for (size_t i = 0; i < m; i += 13) {
               Gemm row = g;
               row.m = 1, row.a = a.data() + i * k, row.c = one.data() + i * n;
+              std::vector<float> pooled = one;
               gemm(row);
               CHECK(std::equal(one.begin() + i * n, one.begin() + (i + 1) * n, many.begin() + i * n));
+              row.c = pooled.data() + i * n;
+              gemm(row, &pool);
+              CHECK(std::equal(pooled.begin() + i * n, pooled.begin() + (i + 1) * n, many.begin() + i * n));
             }
           }
   }

@@ -99,19 +99,45 @@ TEST_CASE("GPT-2 training: gradients and 20 AdamW steps as PyTorch's", "[train_l
   }
 }
 
+// The fixture's dropout config, initialised from seed 0, `batch_size` items a step (0: all three).
+train::LmTrainer fixture_trainer(const json& c, size_t batch_size = 0) {
+  TorchGenerator g(0);
+  PretrainedModel m = gpt2_init(config_of(c.at("config")), g);
+  train::TrainSettings s = settings_of(c);
+  if (batch_size) s.batch_size = batch_size;
+  return train::LmTrainer(std::move(m), items_of(c.at("items")), s, g);
+}
+
 TEST_CASE("A language-model checkpoint taken mid-run continues to the same bits", "[train_lm]") {
   const json& c = test::cached_fixture("gpt2_train.json").at("dropout");
-  auto fresh = [&] {
-    TorchGenerator g(0);
-    PretrainedModel m = gpt2_init(config_of(c.at("config")), g);
-    return train::LmTrainer(std::move(m), items_of(c.at("items")), settings_of(c), g);
-  };
-  train::LmTrainer straight = fresh(), resumed = fresh();
+  train::LmTrainer straight = fixture_trainer(c), resumed = fixture_trainer(c);
   for (int i = 0; i < 3; ++i) straight.step();
   const auto tensors = straight.checkpoint_tensors();
   const Json meta = straight.checkpoint_meta();
   resumed.restore(tensors, meta);
   for (int i = 0; i < 3; ++i) CHECK(straight.step().loss == resumed.step().loss);
+}
+
+// What a page without threads spreads over frames: a step begun (forward pass and loss) and finished
+// later, an evaluation a batch at a time; the same bits as whole ones.
+TEST_CASE("A language-model step in two parts and an evaluation in batches are the whole ones", "[train_lm]") {
+  const json& c = test::cached_fixture("gpt2_train.json").at("dropout");
+  train::LmTrainer whole = fixture_trainer(c, 2), parts = fixture_trainer(c, 2);
+  for (int i = 0; i < 4; ++i) {
+    parts.begin_step();
+    parts.begin_step();  // begun already: nothing more until step()
+    const train::StepRecord a = whole.step(), b = parts.step();
+    CHECK((a.step == b.step && a.loss == b.loss && a.accuracy == b.accuracy && a.grad_norm == b.grad_norm));
+  }
+  const std::vector<train::LabelledItem> items = items_of(c.at("items"));
+  const train::EvalRecord e = whole.evaluate(items);
+  const auto evaluation = parts.begin_evaluation(items);
+  size_t batches = 0;
+  for (; !evaluation->done(); ++batches) evaluation->next();
+  CHECK(batches == 2);  // three items, two a batch
+  const train::EvalRecord r = evaluation->result();
+  CHECK((r.loss == e.loss && r.accuracy == e.accuracy));
+  CHECK(std::isfinite(r.loss));
 }
 
 TEST_CASE("Language-model data: JSON Lines or text, windows, clear errors", "[train_lm]") {

@@ -220,6 +220,12 @@ struct Training::Run {
   size_t sample_tokens = 0;
   train::Training& trainer() const { return r.training(); }
   size_t snapshot_every = 1;
+  // What a spread step has left: the step itself after its first part, its evaluation (a batch a part)
+  // and its snapshot.
+  bool step_begun = false;
+  std::unique_ptr<train::Evaluation> evaluation;
+  std::optional<bool> snapshot;  // replay
+  bool pending() const { return step_begun || evaluation || snapshot; }
   Clock::time_point last_live = Clock::now();
   Clock::time_point rate_start = Clock::now();
   size_t rate_first_step = 0;
@@ -378,17 +384,43 @@ std::shared_ptr<const Snapshot> Training::take_snapshot(Run& run, size_t step, b
   return s;
 }
 
-bool Training::step_once(bool worker) {
+bool Training::step_once(bool worker, bool spread) {
   std::lock_guard<std::mutex> run_lock(run_mutex_);
-  if (!run_ || (worker && !playing_)) return false;  // paused (or reconfigured) while it waited
+  if (!run_ || (worker && !playing_ && !run_->pending())) return false;  // paused (or reconfigured) while it waited
   Run& run = *run_;
+  if (spread && run.pending()) {
+    if (!finish_part(run)) return false;
+  } else {
+    while (run.pending())  // what a spread step left (run_steps after a pause)
+      if (!finish_part(run)) return false;
+    if (!advance(run, spread)) return false;
+    while (!spread && run.pending()) finish_part(run);
+  }
+  const bool more = run.pending() || run.trainer().steps_done() < run.r.settings.steps;
+  if (!more || !run.pending()) {
+    std::lock_guard<std::mutex> lock(view_mutex_);
+    if (!more) playing_ = false;
+    published_.status.running = playing_;
+    published_.generation = ++generation_;
+  }
+  return more;
+}
+
+bool Training::advance(Run& run, bool begin) {
   train::Training& trainer = run.trainer();
   const size_t total = run.r.settings.steps;
-  if (trainer.steps_done() >= total) return false;
+  if (!run.step_begun && trainer.steps_done() >= total) return false;
   train::StepRecord record;
   try {
+    if (begin) {
+      trainer.begin_step();
+      run.step_begun = true;
+      return true;
+    }
+    run.step_begun = false;
     record = trainer.step();
   } catch (const InputError& e) {  // a loss that is not finite: the run stops here
+    run.step_begun = false;
     std::lock_guard<std::mutex> lock(view_mutex_);
     published_.status.error = e.what();
     published_.status.running = false;
@@ -397,38 +429,50 @@ bool Training::step_once(bool worker) {
     return false;
   }
   const size_t done = trainer.steps_done();
-  std::optional<train::EvalRecord> eval;
-  if (!run.r.data.sets.val.empty() && (done == total || done % run.r.eval_every == 0)) {
-    eval = trainer.evaluate(run.r.data.sets.val);
-    eval->step = done;
-  }
+  if (!run.r.data.sets.val.empty() && (done == total || done % run.r.eval_every == 0))
+    run.evaluation = trainer.begin_evaluation(run.r.data.sets.val);
   const auto now = Clock::now();
   const bool replay = done % run.snapshot_every == 0 || done == total;
-  std::shared_ptr<const Snapshot> snapshot;
   if (replay || std::chrono::duration<double, std::milli>(now - run.last_live).count() >= live_interval_ms) {
-    snapshot = take_snapshot(run, done, replay);
+    run.snapshot = replay;
     run.last_live = now;
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - run.rate_start).count();
   std::lock_guard<std::mutex> lock(view_mutex_);
-  View& v = published_;
-  v.steps.push_back(record);
-  if (eval) v.evals.push_back(*eval);
-  if (snapshot) v.live = snapshot;
-  if (snapshot && replay) v.snapshots.push_back(snapshot);
-  TrainingStatus& s = v.status;
+  published_.steps.push_back(record);
+  TrainingStatus& s = published_.status;
   s.step = done;
   s.loss = record.loss;
   s.accuracy = record.accuracy;
-  if (eval) {
-    s.val_loss = double(eval->loss);
-    s.val_accuracy = eval->accuracy;
-  }
   if (seconds > 0) s.steps_per_s = double(done - run.rate_first_step) / seconds;
-  if (done == total) playing_ = false;
-  s.running = playing_;
-  v.generation = ++generation_;
-  return done < total;
+  published_.generation = ++generation_;
+  return true;
+}
+
+bool Training::finish_part(Run& run) {
+  if (run.step_begun) return advance(run, false);
+  const size_t done = run.trainer().steps_done();
+  if (run.evaluation) {
+    run.evaluation->next();
+    if (!run.evaluation->done()) return true;
+    train::EvalRecord eval = run.evaluation->result();
+    eval.step = done;
+    run.evaluation.reset();
+    std::lock_guard<std::mutex> lock(view_mutex_);
+    published_.evals.push_back(eval);
+    published_.status.val_loss = double(eval.loss);
+    published_.status.val_accuracy = eval.accuracy;
+    published_.generation = ++generation_;
+    return true;
+  }
+  const bool replay = *run.snapshot;
+  run.snapshot.reset();
+  std::shared_ptr<const Snapshot> snapshot = take_snapshot(run, done, replay);
+  std::lock_guard<std::mutex> lock(view_mutex_);
+  published_.live = snapshot;
+  if (replay) published_.snapshots.push_back(snapshot);
+  published_.generation = ++generation_;
+  return true;
 }
 
 void Training::play() {
@@ -467,7 +511,7 @@ std::vector<Json> Training::run_steps(size_t n) {
     run_->rate_start = Clock::now();
     run_->rate_first_step = first;
   }
-  for (size_t i = 0; i < n && step_once(false);) ++i;
+  for (size_t i = 0; i < n && step_once(false, false);) ++i;
   return log(first);
 }
 
@@ -475,9 +519,9 @@ void Training::pump(double budget_ms) {
   if (threads_available) return;
   const auto start = Clock::now();
   double last_ms = 0;
-  while (playing_) {
+  for (;;) {
     const auto before = Clock::now();
-    if (!step_once(true)) break;
+    if (!step_once(true, true)) break;
     const auto after = Clock::now();
     last_ms = std::chrono::duration<double, std::milli>(after - before).count();
     if (std::chrono::duration<double, std::milli>(after - start).count() + last_ms > budget_ms) break;
@@ -490,7 +534,7 @@ void Training::worker_loop() {
     wake_.wait(lock, [this] { return quit_ || playing_.load(); });
     if (quit_) return;
     lock.unlock();
-    while (playing_ && step_once(true)) {
+    while (playing_ && step_once(true, false)) {
     }
     lock.lock();
   }

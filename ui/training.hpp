@@ -112,7 +112,7 @@ class Training {
   void pause();
   // n steps on the caller's thread (pausing first); returns their log records in `attn train --log` form.
   std::vector<Json> run_steps(size_t n);
-  // Without a worker thread: while playing, steps until `budget_ms` has passed (at least one step).
+  // Without a worker thread: while playing, steps and their parts until `budget_ms` has passed (at least one).
   void pump(double budget_ms);
   static bool has_worker();
 
@@ -154,8 +154,13 @@ class Training {
   struct Run;
   void stop_worker();
   void worker_loop();
-  // One step; false when the run is over or failed, or, for the worker (and pump), paused.
-  bool step_once(bool worker);
+  // One step with its evaluation and snapshot when due; with `spread` (pump), one part of that a call: the
+  // step's first part (a language model's forward pass), its rest, an evaluation's batch, or the
+  // snapshot. False when the run is over or failed, or, for the worker (and pump), paused with nothing
+  // left of the last step.
+  bool step_once(bool worker, bool spread);
+  bool advance(Run& run, bool begin);  // the step (or its first part); false: the run is over or failed
+  bool finish_part(Run& run);          // what the step left, a part; false: the step failed
   std::shared_ptr<const Snapshot> take_snapshot(Run& run, size_t step, bool replay) const;
 
   Json settings_, effective_;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/base/error.hpp"
+#include "core/base/threads.hpp"
 
 namespace attn {
 
@@ -17,6 +18,14 @@ size_t parse_size(const std::string& flag, const std::string& text, size_t min) 
   if (!ok || value < min)
     throw InputError(flag + " expects an integer >= " + std::to_string(min) + ", got '" + text + "'");
   return value;
+}
+
+size_t parse_threads(const std::string& text) {
+  if (text == "auto") return hardware_threads();
+  bool ok = !text.empty() && text.size() <= 18;
+  for (char c : text) ok = ok && c >= '0' && c <= '9';
+  if (!ok || std::stoull(text) == 0) throw InputError("--threads expects auto or an integer >= 1, got '" + text + "'");
+  return std::stoull(text);
 }
 
 double parse_number(const std::string& flag, const std::string& text) {

@@ -9,6 +9,8 @@ namespace attn {
 
 // A decimal integer >= min, or an InputError naming the flag.
 size_t parse_size(const std::string& flag, const std::string& text, size_t min);
+// --threads: a count >= 1, or "auto" (every core).
+size_t parse_threads(const std::string& text);
 // A finite decimal number, or an InputError naming the flag.
 double parse_number(const std::string& flag, const std::string& text);
 // The items of a comma-separated list, empty ones kept ("a,,b" → a, "", b; "" → one empty item).

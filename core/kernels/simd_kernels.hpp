@@ -372,7 +372,18 @@ struct Kernels {
     });
   }
 
-  static constexpr size_t prefetch_ahead = 64;  // floats (256 bytes) ahead in each of the rows read at once
+  // The next panel's weights, a cache line per call in address order. The loads read NR rows at once,
+  // more streams than the hardware prefetchers follow; this turns them into one stream, a panel ahead.
+  struct NextPanel {
+    const float* row;
+    size_t rows, k, ldb, at = 0;
+    void prefetch() {
+      if (rows == 0) return;
+      __builtin_prefetch(row + at);
+      if ((at += 64 / sizeof(float)) < k) return;
+      at = 0, row += ldb, --rows;
+    }
+  };
 
   // Columns j … j + NR − 1 (fewer at the end) of row_times_bt's product.
   template <bool Fused>
@@ -383,6 +394,7 @@ struct Kernels {
     if (cols < NR && g.accumulate) std::copy_n(g.c + j, cols, partial);
     if (g.bias) std::copy_n(g.bias + j, cols, bias);
     const Epilogue e{g.bias ? bias : nullptr, g.relu};
+    NextPanel next{g.b + (j + NR) * g.ldb, j + NR < g.n ? std::min(NR, g.n - j - NR) : 0, g.k, g.ldb};
     for (size_t pc = 0; pc < g.k; pc += KC) {
       const size_t end = std::min(g.k, pc + KC);
       const bool load_c = g.accumulate || pc > 0, c_first = load_c && !Fused;
@@ -395,9 +407,8 @@ struct Kernels {
         for (size_t h = 0; h < 2; ++h) {  // each half's columns: their own running sums, k in order
           batch t[L];
           for (size_t r = 0; r < L; ++r) {
-            const float* row = g.b + (j + h * L + r) * g.ldb + kk;
-            __builtin_prefetch(row + prefetch_ahead);  // NR rows at once: more streams than prefetchers follow
-            t[r] = batch::load_unaligned(row);
+            next.prefetch();
+            t[r] = batch::load_unaligned(g.b + (j + h * L + r) * g.ldb + kk);
           }
           transpose_square(t);
           for (size_t r = 0; r < L; ++r) add(acc[h], g.a[kk + r], t[r]);

@@ -148,7 +148,17 @@ Tensor embeddings(const PretrainedModel& m, const PretrainedInput& in, const Pas
   return x;
 }
 
-// The blocks from `first` on, ln_f and the LM head (tied to wte): the logits [B, S, V].
+// [B, S, H] → [B, 1, H]: each row's last position.
+Tensor last_position(const Tensor& x) {
+  const size_t B = x.shape(0), S = x.shape(1), H = x.shape(2);
+  Tensor last = Tensor::from_shape({B, 1, H});
+  for (size_t b = 0; b < B; ++b) std::copy_n(x.data() + (b * S + S - 1) * H, H, last.data() + b * H);
+  return last;
+}
+
+// The blocks from `first` on, ln_f and the LM head (tied to wte): the logits [B, S, V], or with a cache
+// (generation: rows of one length) [B, 1, V], the last position's alone, as nanoGPT's sampling computes
+// them; the LM head is a third of GPT-2 small's weights.
 Tensor run(const PretrainedModel& m, Tensor x, size_t first, const Pass& pass) {
   if (pass.saved) pass.saved->blocks.resize(m.layers.size());
   for (size_t i = first; i < m.layers.size(); ++i) {
@@ -158,7 +168,7 @@ Tensor run(const PretrainedModel& m, Tensor x, size_t first, const Pass& pass) {
   }
   Tensor final = layer_norm(x, m.final_norm, float(m.config.layer_norm_eps));
   pass.stage("ln_f", final);
-  Tensor logits = linear(final, m.word_embeddings);
+  Tensor logits = linear(pass.cache ? last_position(final) : final, m.word_embeddings);
   if (pass.saved) pass.saved->final_input = std::move(x), pass.saved->final = std::move(final);
   return logits;
 }
@@ -211,7 +221,7 @@ Trace gpt2_forward(const PretrainedModel& m, const PretrainedInput& in, const Ho
                    : embeddings(m, in, pass);
   Tensor logits = run(m, std::move(x), start ? start->layer : 0, pass);
   t.stage("logits", logits);
-  t.record("next_token_probs", next_token_probs(logits, in.lengths));
+  t.record("next_token_probs", next_token_probs(logits, cache ? std::vector<size_t>(in.batch, 1) : in.lengths));
   if (hooks) hooks->check_reached(t);
   return t;
 }

@@ -88,7 +88,8 @@ Trace bert_forward(const PretrainedModel& model, const PretrainedInput& input, c
 // row's last real position's logits).
 // With `cache` (generation), the input's tokens come after the positions it holds (one row, or rows of
 // one length): their keys and values join it, their queries attend to every cached position, and the
-// attention stages are [B, n, S, past + S]; an empty cache starts one.
+// attention stages are [B, n, S, past + S], the logits [B, 1, V] (the last position's); an empty cache
+// starts one.
 struct KeyValueCache {
   std::vector<Tensor> keys, values;  // per layer [B, n, positions, head_dim]; empty before the first run
   size_t length() const { return keys.empty() || keys[0].dimension() == 0 ? 0 : keys[0].shape(2); }

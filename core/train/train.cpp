@@ -121,6 +121,27 @@ std::vector<NamedTensor> Training::checkpoint_with(std::vector<NamedTensor> mode
   return out;
 }
 
+namespace {
+
+class WholeEvaluation : public Evaluation {
+ public:
+  WholeEvaluation(const Training& t, const std::vector<LabelledItem>& items) : t_(t), items_(items) {}
+  bool done() const override { return r_.has_value(); }
+  void next() override { r_ = t_.evaluate(items_); }
+  EvalRecord result() const override { return r_.value(); }
+
+ private:
+  const Training& t_;
+  const std::vector<LabelledItem>& items_;
+  std::optional<EvalRecord> r_;
+};
+
+}  // namespace
+
+std::unique_ptr<Evaluation> Training::begin_evaluation(const std::vector<LabelledItem>& items) const {
+  return std::make_unique<WholeEvaluation>(*this, items);
+}
+
 Json Training::checkpoint_meta() const {
   return {{"step", steps_done_}, {"dropout_generator", dropout_.state()}};
 }

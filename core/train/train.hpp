@@ -67,6 +67,16 @@ Json record_json(const EvalRecord& r);
 EvalRecord evaluate(const TransformerModel& model, const std::vector<LabelledItem>& items, MaskKind mask,
                     size_t batch_size, const Hooks* hooks = nullptr);
 
+// An evaluation a part at a time (a batch), so that a page without threads can draw between the parts;
+// evaluate() is one run to the end, so both give the same bits. The model must not change meanwhile.
+class Evaluation {
+ public:
+  virtual ~Evaluation() = default;
+  virtual bool done() const = 0;
+  virtual void next() = 0;  // the next part
+  virtual EvalRecord result() const = 0;
+};
+
 // What a run's loop, log and checkpoints need of a trainer, and the state every trainer keeps besides
 // its model: the classifier's (Trainer, below) or a language model's (core/train/train_lm.hpp).
 class Training {
@@ -76,12 +86,17 @@ class Training {
   Training& operator=(Training&&) = default;
   // One step; throws InputError naming the step when the loss is not finite (nothing is updated).
   virtual StepRecord step() = 0;
+  // The first part of the next step where a trainer has one (a language model's: the forward pass and the
+  // loss, which it checks), so that a page without threads can draw before step() does the rest.
+  virtual void begin_step() {}
   size_t steps_done() const { return steps_done_; }
   const TrainSettings& settings() const { return settings_; }
   // The threads the products run on: settings().threads, or fewer where no more could start.
   size_t threads() const { return pool_ ? pool_->size() : 1; }
   // Loss and accuracy on `items` in evaluation mode, with the run's batch size, rounding and threads.
   virtual EvalRecord evaluate(const std::vector<LabelledItem>& items, const Hooks* hooks = nullptr) const = 0;
+  // evaluate(items) in parts (the classifier's: one part); `items` must outlive it.
+  virtual std::unique_ptr<Evaluation> begin_evaluation(const std::vector<LabelledItem>& items) const;
   // The checkpoint: the model's state_dict as "model.<name>", the optimizer's state as "optimizer.<name>",
   // and in `meta` the step count and the dropout generator. restore() takes them back.
   virtual std::vector<NamedTensor> checkpoint_tensors() const = 0;

@@ -255,41 +255,35 @@ Tensor eval_logits(const PretrainedModel& model, const PretrainedInput& in, cons
   return gpt2_train_forward(model, in, nullptr, saved);
 }
 
-void for_batches(size_t n, size_t batch_size, const std::function<void(const std::vector<size_t>&)>& visit) {
-  for (size_t begin = 0; begin < n; begin += batch_size) {
-    std::vector<size_t> indices;
-    for (size_t i = begin; i < std::min(n, begin + batch_size); ++i) indices.push_back(i);
-    visit(indices);
-  }
+// Item indices [k · batch_size, (k + 1) · batch_size) of n: batch k.
+std::vector<size_t> batch_indices(size_t n, size_t batch_size, size_t k) {
+  std::vector<size_t> indices;
+  for (size_t i = k * batch_size; i < std::min(n, (k + 1) * batch_size); ++i) indices.push_back(i);
+  return indices;
 }
 
-
-// The items' losses in evaluation mode, `batch_size` at a time, summed over every predicted position and,
-// when `repeated`, over the second halves' predictable targets (positions half + 1 on) of the same logits.
+// The items' losses in evaluation mode, summed over every predicted position and, when `repeated`, over
+// the second halves' predictable targets (positions half + 1 on) of the same logits; a batch at a time.
 struct LmLosses {
   double sum = 0, repeated_sum = 0;
   size_t right = 0, n = 0, repeated_n = 0;
-};
-LmLosses lm_losses(const PretrainedModel& model, const std::vector<LabelledItem>& items, size_t batch_size,
-                   const Hooks* hooks, bool repeated) {
-  LmLosses r;
-  for_batches(items.size(), batch_size, [&](const std::vector<size_t>& indices) {
+  void add_batch(const PretrainedModel& model, const std::vector<LabelledItem>& items, const std::vector<size_t>& indices,
+                 const Hooks* hooks, bool repeated) {
     const PretrainedInput in = lm_batch(items, indices);
     std::vector<int64_t> labels = next_token_labels(in);
     const Tensor logits = eval_logits(model, in, hooks);
     size_t c = counted(labels);
-    r.sum += double(cross_entropy(logits, labels, 0.0, nullptr)) * double(c);
-    r.right += correct(logits, labels);
-    r.n += c;
+    sum += double(cross_entropy(logits, labels, 0.0, nullptr)) * double(c);
+    right += correct(logits, labels);
+    n += c;
     if (!repeated) return;
     for (size_t b = 0; b < in.batch; ++b)
       for (size_t s = 0; s < in.lengths[b] / 2; ++s) labels[b * in.seq + s] = -100;
     c = counted(labels);
-    r.repeated_sum += double(cross_entropy(logits, labels, 0.0, nullptr)) * double(c);
-    r.repeated_n += c;
-  });
-  return r;
-}
+    repeated_sum += double(cross_entropy(logits, labels, 0.0, nullptr)) * double(c);
+    repeated_n += c;
+  }
+};
 
 }  // namespace
 
@@ -302,7 +296,8 @@ bool repeated_halves(const std::vector<LabelledItem>& items) {
 
 std::optional<float> repeated_half_loss(const PretrainedModel& model, const std::vector<LabelledItem>& items) {
   if (!repeated_halves(items)) return std::nullopt;
-  const LmLosses l = lm_losses(model, items, 64, nullptr, true);
+  LmLosses l;
+  for (size_t k = 0; k * 64 < items.size(); ++k) l.add_batch(model, items, batch_indices(items.size(), 64, k), nullptr, true);
   return float(l.repeated_sum / double(l.repeated_n));
 }
 
@@ -353,44 +348,93 @@ LmTrainer::LmTrainer(PretrainedModel model, std::vector<LabelledItem> train_item
                            " tokens");
 }
 
-StepRecord LmTrainer::step() {
-  const ProductMode mode(settings_.rounding, pool_.get());
-  const PretrainedInput in = lm_batch(items_, order_.batch(steps_done_));
+struct LmTrainer::Begun {
   Gpt2Saved saved;
-  const Tensor logits = gpt2_train_forward(model_, in, &dropout_, saved);
-  const std::vector<int64_t> labels = next_token_labels(in);
   Tensor grad_logits;
   StepRecord r;
-  r.step = steps_done_ + 1;
-  r.loss = cross_entropy(logits, labels, settings_.label_smoothing, &grad_logits);
-  check_loss(r);
-  r.accuracy = double(correct(logits, labels)) / double(counted(labels));
-  for_each_tensor(grads_, [](Tensor& t) { t.fill(0.0f); });  // optimizer.zero_grad(), in place
-  gpt2_backward(model_, saved, grad_logits, grads_);
-  optimizer_step(optimizer_, settings_, steps_done_, slots(model_, grads_), r);
-  ++steps_done_;
-  return r;
+};
+
+void LmTrainer::begin_step() {
+  if (begun_) return;
+  const ProductMode mode(settings_.rounding, pool_.get());
+  const PretrainedInput in = lm_batch(items_, order_.batch(steps_done_));
+  auto b = std::make_shared<Begun>();
+  const Tensor logits = gpt2_train_forward(model_, in, &dropout_, b->saved);
+  const std::vector<int64_t> labels = next_token_labels(in);
+  b->r.step = steps_done_ + 1;
+  b->r.loss = cross_entropy(logits, labels, settings_.label_smoothing, &b->grad_logits);
+  check_loss(b->r);
+  b->r.accuracy = double(correct(logits, labels)) / double(counted(labels));
+  begun_ = std::move(b);
 }
 
-// The mean loss over every predicted position of the items, and the share predicted right.
-EvalRecord LmTrainer::evaluate(const std::vector<LabelledItem>& items, const Hooks* hooks) const {
+StepRecord LmTrainer::step() {
+  begin_step();
   const ProductMode mode(settings_.rounding, pool_.get());
-  const bool repeated = !hooks && repeated_halves(items);
-  const LmLosses l = lm_losses(model_, items, settings_.batch_size, hooks, repeated);
-  EvalRecord r;
-  r.loss = float(l.sum / double(l.n));
-  r.accuracy = double(l.right) / double(l.n);
-  if (repeated) {
-    r.repeated_loss = float(l.repeated_sum / double(l.repeated_n));
-    r.induction_score = best_induction_score(model_, items);
+  const std::shared_ptr<Begun> b = std::move(begun_);
+  for_each_tensor(grads_, [](Tensor& t) { t.fill(0.0f); });  // optimizer.zero_grad(), in place
+  gpt2_backward(model_, b->saved, b->grad_logits, grads_);
+  optimizer_step(optimizer_, settings_, steps_done_, slots(model_, grads_), b->r);
+  ++steps_done_;
+  return b->r;
+}
+
+namespace {
+
+// The mean loss over every predicted position of the items, and the share predicted right; with repeated
+// halves and no hooks, their loss too, and a last part: the best induction score.
+class LmEvaluation : public Evaluation {
+ public:
+  LmEvaluation(const PretrainedModel& model, const TrainSettings& s, ThreadPool* pool,
+               const std::vector<LabelledItem>& items, const Hooks* hooks)
+      : model_(model), s_(s), pool_(pool), items_(items), hooks_(hooks), repeated_(!hooks && repeated_halves(items)),
+        batches_((items.size() + s.batch_size - 1) / s.batch_size) {}
+  bool done() const override { return part_ == batches_ + (repeated_ ? 1 : 0); }
+  void next() override {
+    const ProductMode mode(s_.rounding, pool_);
+    if (part_ < batches_)
+      l_.add_batch(model_, items_, batch_indices(items_.size(), s_.batch_size, part_), hooks_, repeated_);
+    else
+      induction_score_ = best_induction_score(model_, items_);
+    ++part_;
   }
-  return r;
+  EvalRecord result() const override {
+    EvalRecord r;
+    r.loss = float(l_.sum / double(l_.n));
+    r.accuracy = double(l_.right) / double(l_.n);
+    if (repeated_) r.repeated_loss = float(l_.repeated_sum / double(l_.repeated_n)), r.induction_score = induction_score_;
+    return r;
+  }
+
+ private:
+  const PretrainedModel& model_;
+  const TrainSettings& s_;
+  ThreadPool* pool_;
+  const std::vector<LabelledItem>& items_;
+  const Hooks* hooks_;
+  bool repeated_;
+  size_t batches_, part_ = 0;
+  LmLosses l_;
+  double induction_score_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Evaluation> LmTrainer::begin_evaluation(const std::vector<LabelledItem>& items) const {
+  return std::make_unique<LmEvaluation>(model_, settings_, pool_.get(), items, nullptr);
+}
+
+EvalRecord LmTrainer::evaluate(const std::vector<LabelledItem>& items, const Hooks* hooks) const {
+  LmEvaluation e(model_, settings_, pool_.get(), items, hooks);
+  while (!e.done()) e.next();
+  return e.result();
 }
 
 std::vector<NamedTensor> LmTrainer::checkpoint_tensors() const { return checkpoint_with(gpt2_state_dict(model_)); }
 
 void LmTrainer::restore(const std::vector<NamedTensor>& tensors, const Json& meta) {
   const CheckpointParts parts = split_checkpoint(tensors, meta);
+  begun_.reset();
   model_ = load_pretrained(model_.config, parts.model, "checkpoint");
   grads_ = zeros_like(model_);
   restore_state(parts, slots(model_, grads_));

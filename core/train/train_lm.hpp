@@ -91,8 +91,10 @@ class LmTrainer : public Training {
 
   // accuracy: the share of predicted positions whose most likely next token is the right one.
   StepRecord step() override;
+  void begin_step() override;  // the forward pass and the loss
   // With repeated halves (the induction task), also their loss and the best induction score.
   EvalRecord evaluate(const std::vector<LabelledItem>& items, const Hooks* hooks = nullptr) const override;
+  std::unique_ptr<Evaluation> begin_evaluation(const std::vector<LabelledItem>& items) const override;
   const PretrainedModel& model() const { return model_; }
   const PretrainedModel& gradients() const { return grads_; }
   std::vector<NamedTensor> checkpoint_tensors() const override;  // the model under its checkpoint names
@@ -100,6 +102,8 @@ class LmTrainer : public Training {
 
  private:
   PretrainedModel model_, grads_;
+  struct Begun;
+  std::shared_ptr<Begun> begun_;  // begin_step()'s, until step()
 };
 
 }  // namespace attn::train

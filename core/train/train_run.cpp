@@ -2,7 +2,6 @@
 
 #include "core/base/error.hpp"
 #include "core/base/parse.hpp"
-#include "core/base/threads.hpp"
 #include "core/batch/batch.hpp"
 #include "core/model/pretrained_files.hpp"
 
@@ -104,7 +103,7 @@ TrainSettings settings_of(const TrainOptions& o, const RunData& d, uint64_t seed
   s.label_smoothing = parse_number("--label-smoothing", o.label_smoothing);
   s.mask = o.model.mask.empty() ? t.mask : parse_mask_kind(o.model.mask);
   s.rounding = training_rounding(o.backend);
-  s.threads = o.threads == "auto" ? hardware_threads() : parse_size("--threads", o.threads, 1);
+  s.threads = parse_threads(o.threads);
   return s;
 }
 

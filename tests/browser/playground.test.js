@@ -197,16 +197,28 @@ async function checkTraining(page) {
   check(lmView.language_model && lmView.samples.length >= 2 && lmView.samples.every((x) => x.sample.length === lmView.sample_expected.length) &&
         JSON.stringify(Object.keys(lmView.head_scores).sort()) === '["duplicate_token","induction","prefix_matching","previous_token"]',
         `the language model's replay: ${lmView.samples.length} samples continuing "${lmView.sample_prompt}", four head scores`);
-  // Played on the single-threaded page: every frame runs at least one whole step of the induction model
-  // (about 0.1 s in WebAssembly) and a snapshot's detectors and sample run inside one frame, so this page
-  // draws at about 9 frames a second while it trains (the threaded page trains in a worker). The times are
-  // printed; the check is that frames keep coming, none blocked for seconds.
+  // Played on the single-threaded page, a frame runs one part of a step of the induction model: its
+  // forward pass, or its backward pass and update, or one batch of its evaluation, or its snapshot (the
+  // threaded page trains in a worker). The times are printed; the check is that frames keep coming, none
+  // blocked for seconds.
   await page.evaluate(() => attnlab.train({ task: 'induction' }));
   await clickTrainButton(page, 'play');
   const lmDuring = await framesWhilePlaying(page, 'induction (a GPT-2, single-threaded page)');
   await clickTrainButton(page, 'play');  // Pause
   check(lmDuring.training.running && lmDuring.training.step > 0 && Math.max(...lmDuring.ms) < 2000,
         `the page keeps drawing while the language model trains (step ${lmDuring.training.step}, no frame over 2 s)`);
+  // A run played to its end that way (steps split over frames, evaluations a batch a frame) logs what
+  // attn train logs, bit for bit.
+  await page.evaluate(() => attnlab.train({ task: 'induction', steps: 12, eval_every: 4 }));
+  await clickTrainButton(page, 'play');
+  const played = await page.evaluate(async () => {
+    for (let i = 0; i < 900 && (attnlab.state().training.running || attnlab.state().training.step < 12); i++)
+      await new Promise((resolve) => requestAnimationFrame(resolve));
+    return attnlab.trainingLog();
+  });
+  const playedCli = cliTrainingLog(['--task', 'induction', '--steps', '12', '--eval-every', '4']);
+  if (playedCli) check(JSON.stringify(played) === JSON.stringify(playedCli) && played.length === 15,
+                       `a played language model run's log equals attn train --log bit for bit (${played.length} records)`);
   const text = 'the cat sat on the mat\nthe dog sat on the log\n';
   const textFile = path.join(require('os').tmpdir(), `attn_browser_text_${process.pid}.txt`);
   fs.writeFileSync(textFile, text);
