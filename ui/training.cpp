@@ -221,11 +221,15 @@ struct Training::Run {
   train::Training& trainer() const { return r.training(); }
   size_t snapshot_every = 1;
   // What a spread step has left: the step itself after its first part, its evaluation (a batch a part)
-  // and its snapshot.
+  // and its snapshot; and what it has done, published together once nothing is left.
   bool step_begun = false;
   std::unique_ptr<train::Evaluation> evaluation;
   std::optional<bool> snapshot;  // replay
   bool pending() const { return step_begun || evaluation || snapshot; }
+  std::optional<train::StepRecord> record;
+  std::optional<train::EvalRecord> eval;
+  std::shared_ptr<const Snapshot> taken;
+  bool taken_replay = false;
   Clock::time_point last_live = Clock::now();
   Clock::time_point rate_start = Clock::now();
   size_t rate_first_step = 0;
@@ -397,13 +401,33 @@ bool Training::step_once(bool worker, bool spread) {
     while (!spread && run.pending()) finish_part(run);
   }
   const bool more = run.pending() || run.trainer().steps_done() < run.r.settings.steps;
-  if (!more || !run.pending()) {
-    std::lock_guard<std::mutex> lock(view_mutex_);
-    if (!more) playing_ = false;
-    published_.status.running = playing_;
-    published_.generation = ++generation_;
-  }
+  if (!run.pending()) publish(run, more);
   return more;
+}
+
+void Training::publish(Run& run, bool more) {
+  const double seconds = std::chrono::duration<double>(Clock::now() - run.rate_start).count();
+  std::lock_guard<std::mutex> lock(view_mutex_);
+  View& v = published_;
+  TrainingStatus& s = v.status;
+  if (run.record) {
+    v.steps.push_back(*run.record);
+    s.step = run.record->step;
+    s.loss = run.record->loss;
+    s.accuracy = run.record->accuracy;
+    if (seconds > 0) s.steps_per_s = double(s.step - run.rate_first_step) / seconds;
+  }
+  if (run.eval) {
+    v.evals.push_back(*run.eval);
+    s.val_loss = double(run.eval->loss);
+    s.val_accuracy = run.eval->accuracy;
+  }
+  if (run.taken) v.live = run.taken;
+  if (run.taken && run.taken_replay) v.snapshots.push_back(run.taken);
+  run.record.reset(), run.eval.reset(), run.taken.reset();
+  if (!more) playing_ = false;
+  s.running = playing_;
+  v.generation = ++generation_;
 }
 
 bool Training::advance(Run& run, bool begin) {
@@ -437,15 +461,7 @@ bool Training::advance(Run& run, bool begin) {
     run.snapshot = replay;
     run.last_live = now;
   }
-  const double seconds = std::chrono::duration<double>(Clock::now() - run.rate_start).count();
-  std::lock_guard<std::mutex> lock(view_mutex_);
-  published_.steps.push_back(record);
-  TrainingStatus& s = published_.status;
-  s.step = done;
-  s.loss = record.loss;
-  s.accuracy = record.accuracy;
-  if (seconds > 0) s.steps_per_s = double(done - run.rate_first_step) / seconds;
-  published_.generation = ++generation_;
+  run.record = record;
   return true;
 }
 
@@ -455,23 +471,14 @@ bool Training::finish_part(Run& run) {
   if (run.evaluation) {
     run.evaluation->next();
     if (!run.evaluation->done()) return true;
-    train::EvalRecord eval = run.evaluation->result();
-    eval.step = done;
+    run.eval = run.evaluation->result();
+    run.eval->step = done;
     run.evaluation.reset();
-    std::lock_guard<std::mutex> lock(view_mutex_);
-    published_.evals.push_back(eval);
-    published_.status.val_loss = double(eval.loss);
-    published_.status.val_accuracy = eval.accuracy;
-    published_.generation = ++generation_;
     return true;
   }
-  const bool replay = *run.snapshot;
+  run.taken_replay = *run.snapshot;
   run.snapshot.reset();
-  std::shared_ptr<const Snapshot> snapshot = take_snapshot(run, done, replay);
-  std::lock_guard<std::mutex> lock(view_mutex_);
-  published_.live = snapshot;
-  if (replay) published_.snapshots.push_back(snapshot);
-  published_.generation = ++generation_;
+  run.taken = take_snapshot(run, done, run.taken_replay);
   return true;
 }
 

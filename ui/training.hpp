@@ -161,6 +161,7 @@ class Training {
   bool step_once(bool worker, bool spread);
   bool advance(Run& run, bool begin);  // the step (or its first part); false: the run is over or failed
   bool finish_part(Run& run);          // what the step left, a part; false: the step failed
+  void publish(Run& run, bool more);   // the step with its evaluation and snapshot; `more`: steps remain
   std::shared_ptr<const Snapshot> take_snapshot(Run& run, size_t step, bool replay) const;
 
   Json settings_, effective_;
