@@ -392,11 +392,14 @@ bool Training::step_once(bool worker, bool spread) {
   std::lock_guard<std::mutex> run_lock(run_mutex_);
   if (!run_ || (worker && !playing_ && !run_->pending())) return false;  // paused (or reconfigured) while it waited
   Run& run = *run_;
-  if (spread && run.pending()) {
-    if (!finish_part(run)) return false;
-  } else {
-    while (run.pending())  // what a spread step left (run_steps after a pause)
+  if (run.pending() && (spread || run.step_begun)) {  // a part now; or (run_steps after a pause) the begun step
+    do
       if (!finish_part(run)) return false;
+    while (!spread && run.pending());
+  } else {
+    while (run.pending())  // a finished step's evaluation or snapshot left by a pause: published first
+      if (!finish_part(run)) return false;
+    if (run.record) publish(run, true);
     if (!advance(run, spread)) return false;
     while (!spread && run.pending()) finish_part(run);
   }
