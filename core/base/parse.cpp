@@ -22,10 +22,11 @@ size_t parse_size(const std::string& flag, const std::string& text, size_t min) 
 
 size_t parse_threads(const std::string& text) {
   if (text == "auto") return hardware_threads();
-  bool ok = !text.empty() && text.size() <= 18;
-  for (char c : text) ok = ok && c >= '0' && c <= '9';
-  if (!ok || std::stoull(text) == 0) throw InputError("--threads expects auto or an integer >= 1, got '" + text + "'");
-  return std::stoull(text);
+  try {
+    return parse_size("--threads", text, 1);
+  } catch (const InputError&) {  // the same refusal, naming auto too
+    throw InputError("--threads expects auto or an integer >= 1, got '" + text + "'");
+  }
 }
 
 double parse_number(const std::string& flag, const std::string& text) {
