@@ -606,9 +606,10 @@ std::vector<batch_io::ShardOutput> check_shards(const std::vector<std::string>& 
   for (const auto& s : shards) {
     const Manifest& m = s.manifest;
     auto check_size = [&](const std::string& file, const char* key) {
-      if (!m.files.contains(key) || !m.files.at(key).is_number_unsigned())
+      if (!m.files.contains(key))
         throw InputError("'" + batch_io::manifest_path(s.path) + "' is damaged (no size of " + key + ")");
-      const uint64_t want = m.files.at(key).get<uint64_t>();
+      const uint64_t want =
+          json_integer<uint64_t>(m.files.at(key), "'" + batch_io::manifest_path(s.path) + "': the size of " + key, 0);
       if (!batch_io::exists(file)) throw InputError("cannot read '" + file + "': '" + s.path + "' is incomplete");
       const uint64_t got = batch_io::size_of(file);
       if (got != want)

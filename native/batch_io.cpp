@@ -214,13 +214,19 @@ std::optional<Progress> read_progress(const std::string& output, const std::stri
   if (j.at("job") != job)
     throw InputError("'" + path + "' was written with another model or vocabulary (a --config, --weights or --vocab "
                      "file changed, or without --vocab the input's words); run without --resume");
+  const auto count = [&](const Json& value, const std::string& what) {
+    try {
+      return json_integer<size_t>(value, what, 0);
+    } catch (const InputError& e) {
+      throw InputError("'" + path + "' is damaged: " + e.what() + "; run without --resume to start over");
+    }
+  };
   try {
-    Progress p{j.at("next_line").get<size_t>(),   j.at("items").get<size_t>(),
-               j.at("failed").get<size_t>(),      j.at("input_fnv1a64").get<std::string>(),
-               j.at("finishing").get<bool>(),     j.at("files")};
+    Progress p{count(j.at("next_line"), "\"next_line\""), count(j.at("items"), "\"items\""),
+               count(j.at("failed"), "\"failed\""),       j.at("input_fnv1a64").get<std::string>(),
+               j.at("finishing").get<bool>(),             j.at("files")};
     if (!p.files.is_object()) throw InputError(damaged);
-    for (const auto& [file, bytes] : p.files.items())
-      if (!bytes.is_number_unsigned()) throw InputError(damaged);
+    for (const auto& [file, bytes] : p.files.items()) count(bytes, "the size of " + file);
     return p;
   } catch (const Json::exception&) {
     throw InputError(damaged);
@@ -282,8 +288,8 @@ Manifest read_manifest(const std::string& output) {
     if (j.at("attn_batch") != 1) throw InputError("'" + path + "' is of another version of attn batch");
     m.format = j.at("format").get<std::string>();
     m.shard = batch::parse_shard(j.at("shard").get<std::string>());
-    m.items = j.at("items").get<size_t>();
-    m.failed = j.at("failed").get<size_t>();
+    m.items = json_field<size_t>(j, "items", "'" + path + "'", 0);
+    m.failed = json_field<size_t>(j, "failed", "'" + path + "'", 0);
     m.files = j.at("files");
     m.run = j.at("run");
     if (!m.files.is_object() || !m.run.is_object()) throw Json::other_error::create(0, "not objects", nullptr);
@@ -337,7 +343,8 @@ class FileSink : public Sink {
 
  protected:
   uint64_t kept(const std::string& name) const {
-    return keep_.contains(name) ? keep_.at(name).get<uint64_t>() : uint64_t(0);
+    return keep_.contains(name) ? json_integer<uint64_t>(keep_.at(name), "the progress file's \"" + name + "\"", 0)
+                                : uint64_t(0);
   }
   const SinkSpec spec_;
   const Json keep_;

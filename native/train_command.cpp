@@ -64,7 +64,7 @@ void cut_log(const std::string& path, size_t steps) {
     } catch (const Json::exception&) {
       break;  // a line cut short when the run was killed
     }
-    if (!r.contains("step") || !r["step"].is_number_unsigned() || r["step"].get<size_t>() > steps) break;
+    if (!r.contains("step") || !r["step"].is_number_unsigned() || r["step"] > steps) break;
     kept += line + '\n';
   }
   write_file_atomically(path, [&](std::ostream& s) { s << kept; });

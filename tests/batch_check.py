@@ -195,6 +195,15 @@ def kill_and_resume(attn, tmp, fmt="jsonl"):
           f"{fmt}: a killed run leaves no output and no manifest")
     saved = json.loads(progress.read_text()) if progress.exists() else {}
     check(saved.get("next_line", 1) > 1, f"{fmt}: a checkpoint was saved ({saved.get('next_line')})")
+    # A count the progress file gives out of range (the fuzz finding of tests/fuzz/corpus/batch_progress)
+    # is refused by name, and the run's files are left for a --resume with the real progress.
+    original = progress.read_bytes()
+    for key, value in (("next_line", 3.2222222e32), ("items", -1), ("failed", 2.5)):
+        progress.write_text(json.dumps({**saved, key: value}))
+        r = subprocess.run([attn, "batch", "--quiet", *base, "-o", str(out), "--resume"], capture_output=True)
+        check(r.returncode == 2 and f'damaged: "{key}" must be an integer from 0 to 2^64 - 1'.encode() in r.stderr,
+              f"{fmt}: --resume with {key} = {value} exits 2 naming it ({r.stderr.decode()[-200:]})")
+    progress.write_bytes(original)
     r = subprocess.run([attn, "batch", "--quiet", *base, "-o", str(out), "--resume", "--stages", "logits"],
                        capture_output=True)
     check(r.returncode == 2 and b"other options" in r.stderr, f"{fmt}: --resume with other options is refused")

@@ -15,8 +15,11 @@
 
 namespace attn::test {
 
+// tests/fixtures, absolute (tests/fixtures_dir.cpp).
+std::string fixtures_dir();
+
 inline nlohmann::json load_fixture(const std::string& name) {
-  std::ifstream in(std::string(ATTN_FIXTURES_DIR) + "/" + name, std::ios::binary);
+  std::ifstream in(attn::test::fixtures_dir() + "/" + name, std::ios::binary);
   if (!in) throw std::runtime_error("missing fixture " + name + ": run /usr/bin/python3 tests/gen_fixtures.py");
   return nlohmann::json::parse(in);
 }

@@ -51,7 +51,7 @@ TEST_CASE("batch bad lines give a reason and keep a valid id", "[batch]") {
   CHECK(reason("{\"id\": 1, \"text\": ", InputFormat::jsonl).rfind("malformed JSON", 0) == 0);
   CHECK(reason("[1, 2]", InputFormat::jsonl).rfind("malformed JSON", 0) == 0);
   CHECK(reason(R"({"id": 1.5, "text": "a"})", InputFormat::jsonl) == "\"id\" must be a string or an integer");
-  CHECK(reason(R"({"id": 1, "ids": [1, -2]})", InputFormat::jsonl).find("non-negative") != std::string::npos);
+  CHECK(reason(R"({"id": 1, "ids": [1, -2]})", InputFormat::jsonl) == "an id in \"ids\" must be an integer from 0 to 2^63 - 1, got -2");
   const RawItem both = parse_line(R"({"id": "x", "text": "a", "ids": [1]})", InputFormat::jsonl);
   CHECK(both.error == "a line needs exactly one of \"text\" and \"ids\"");
   CHECK(both.id == "x");

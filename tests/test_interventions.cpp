@@ -11,6 +11,7 @@
 #include "core/model/interventions.hpp"
 #include "core/model/logit_lens.hpp"
 #include "core/model/patching.hpp"
+#include "tests/fixtures.hpp"
 
 using namespace attn;
 
@@ -57,7 +58,7 @@ LoadedModel classifier(bool norm_first) {
 
 LoadedModel checkpoint(const std::string& name) {
   ModelOptions o;
-  o.model_dir = std::string(ATTN_FIXTURES_DIR) + "/pretrained/" + name;
+  o.model_dir = attn::test::fixtures_dir() + "/pretrained/" + name;
   return load_model(o, {});
 }
 

@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 using attn::NamedTensor;
 using attn::Tensor;
 
-std::string fixture(const std::string& name) { return ATTN_FIXTURES_DIR "/safetensors/" + name; }
+std::string fixture(const std::string& name) { return attn::test::fixtures_dir() + "/safetensors/" + name; }
 
 uint32_t bits(float f) {
   uint32_t b = 0;

@@ -8,11 +8,12 @@
 #include <nlohmann/json.hpp>
 
 #include "core/torch/torch_print.hpp"
+#include "tests/fixtures.hpp"
 
 namespace {
 
 nlohmann::json load_cases() {
-  std::ifstream in(ATTN_FIXTURES_DIR "/torch_print.json");
+  std::ifstream in(attn::test::fixtures_dir() + "/torch_print.json");
   REQUIRE(in.good());
   return nlohmann::json::parse(in);
 }

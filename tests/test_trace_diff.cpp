@@ -74,7 +74,7 @@ TEST_CASE("stages_from_json refuses malformed documents with a message", "[diff]
   CHECK(refused(R"({"stages": [{"name": "x", "shape": [2], "data": [1]}]})") ==
         "doc, stage 'x': \"shape\" [2] holds 2 values, \"data\" 1");
   CHECK(refused(R"({"stages": [{"name": "x", "shape": [-1], "data": []}]})") ==
-        "doc, stage 'x': \"shape\" must hold non-negative integers");
+        "doc, stage 'x': \"shape\" must be an integer from 0 to 2^64 - 1, got -1");
   CHECK(refused(R"({"stages": [{"name": "x", "shape": [0, 4000000000, 4000000000], "data": []}]})") ==
         "doc, stage 'x': \"shape\" is too large");
   CHECK(refused(R"({"stages": [{"name": "x", "shape": [1], "data": ["a"]}]})") == "doc, stage 'x': value 0 is not a number");

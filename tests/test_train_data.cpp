@@ -105,13 +105,14 @@ TEST_CASE("train_data every bad line is named with its reason", "[train_data]") 
       {"{\"text\": \"a\", \"label\": ", "malformed JSON"},
       {"[1, 2]", "malformed JSON"},
       {"{\"text\": \"a\"}", "missing \"label\""},
-      {"{\"text\": \"a\", \"label\": 1.5}", "\"label\" must be an integer, got 1.5"},
-      {"{\"text\": \"a\", \"label\": \"1\"}", "\"label\" must be an integer, got \"1\""},
-      {"{\"text\": \"a\", \"label\": -1}", "\"label\" must be non-negative, got -1"},
-      {"{\"text\": \"a\", \"label\": 18446744073709551615}", "\"label\" is too large"},
+      {"{\"text\": \"a\", \"label\": 1.5}", "\"label\" must be an integer from 0 to 2^63 - 1, got 1.5"},
+      {"{\"text\": \"a\", \"label\": \"1\"}", "\"label\" must be an integer from 0 to 2^63 - 1, got \"1\""},
+      {"{\"text\": \"a\", \"label\": -1}", "\"label\" must be an integer from 0 to 2^63 - 1, got -1"},
+      {"{\"text\": \"a\", \"label\": 18446744073709551615}", "\"label\" must be an integer from 0 to 2^63 - 1, got 18446744073709551615"},
+      {"{\"text\": \"a\", \"label\": 3e32}", "\"label\" must be an integer from 0 to 2^63 - 1, got 3e+32"},
       {"{\"text\": \" \", \"label\": 0}", "empty text"},
       {"{\"ids\": [], \"label\": 0}", "empty \"ids\""},
-      {"{\"ids\": [1, -2], \"label\": 0}", "non-negative integers"},
+      {"{\"ids\": [1, -2], \"label\": 0}", "an id in \"ids\" must be an integer from 0 to 2^63 - 1, got -2"},
       {"{\"text\": \"a\", \"ids\": [1], \"label\": 0}", "exactly one of \"text\" and \"ids\""},
       {"{\"id\": 1.5, \"text\": \"a\", \"label\": 0}", "\"id\" must be a string or an integer"},
   };
@@ -230,11 +231,11 @@ TEST_CASE("train_data the validation count rounds halves up and keeps both sides
 
 TEST_CASE("train_data the validation split is the PyTorch one", "[train_data]") {
   for (const auto& c : fixture().at("split")) {
-    const size_t n = c.at("n");
+    const auto n = c.at("n").get<size_t>();
     INFO("n " << n << " fraction " << c.at("fraction") << " seed " << c.at("seed"));
     std::vector<LabelledItem> items(n);
     for (size_t i = 0; i < n; ++i) items[i].line = i;
-    const Datasets d = split_validation(items, c.at("fraction"), c.at("seed"));
+    const Datasets d = split_validation(items, c.at("fraction").get<double>(), c.at("seed").get<uint64_t>());
     std::vector<size_t> train, val;
     for (const auto& item : d.train) train.push_back(item.line);
     for (const auto& item : d.val) val.push_back(item.line);
@@ -245,9 +246,9 @@ TEST_CASE("train_data the validation split is the PyTorch one", "[train_data]") 
 
 TEST_CASE("train_data the batch order is the PyTorch stream across epochs", "[train_data]") {
   for (const auto& c : fixture().at("order")) {
-    const size_t n = c.at("n"), b = c.at("batch_size");
-    const bool shuffle = c.at("shuffle");
-    const uint64_t seed = c.at("seed");
+    const auto n = c.at("n").get<size_t>(), b = c.at("batch_size").get<size_t>();
+    const bool shuffle = c.at("shuffle").get<bool>();
+    const auto seed = c.at("seed").get<uint64_t>();
     const auto& batches = c.at("batches");
     INFO("n " << n << " batch " << b << " seed " << seed << " shuffle " << shuffle);
     BatchOrder forward(n, b, shuffle, seed), backward(n, b, shuffle, seed);
@@ -281,7 +282,7 @@ TEST_CASE("train_data tasks are the items of their PyTorch definition", "[train_
   for (const auto& c : fixture().at("tasks")) {
     INFO(c.at("task").get<std::string>() << " seed " << c.at("seed"));
     const auto& expected = c.at("items");
-    const auto items = generate_task(find_task(c.at("task")), expected.size(), c.at("seed"));
+    const auto items = generate_task(find_task(c.at("task").get<std::string>()), expected.size(), c.at("seed").get<uint64_t>());
     for (size_t i = 0; i < items.size(); ++i) {
       CHECK(items[i].tokens == expected[i].at("tokens").get<std::vector<std::string>>());
       CHECK(items[i].label == expected[i].at("label"));

@@ -173,7 +173,7 @@ TEST_CASE("bad model configs are refused clearly", "[transformer][errors]") {
   };
   refused(R"({"d_model": 10, "num_heads": 3})", "must divide d_model");
   refused(R"({"d_model": 7, "num_heads": 7})", "even");
-  refused(R"({"d_model": -4})", "non-negative integer");
+  refused(R"({"d_model": -4})", "config 'd_model' must be an integer from 0 to ");  // size_t's max: 2^64 - 1 or 2^32 - 1
   refused(R"({"dropout": 1.5})", "dropout");
   refused(R"({"activation": "tanh"})", "unknown activation");
   refused(R"({"heads": 4})", "unknown config key 'heads'");

@@ -421,7 +421,7 @@ TEST_CASE("ui loaded model without config or vocabulary", "[ui]") {
 TEST_CASE("ui refuses malformed model files with a message", "[ui]") {
   const SmallModelFiles files;
   const TempDir dir;
-  const std::string fixtures = std::string(ATTN_FIXTURES_DIR) + "/safetensors/";
+  const std::string fixtures = attn::test::fixtures_dir() + "/safetensors/";
   CHECK(load_error({}).find("weights") != std::string::npos);
   CHECK_FALSE(load_error({fixtures + "bad_header_not_json.safetensors", files.config, files.vocab, {}}).empty());
   CHECK_FALSE(load_error({fixtures + "bad_out_of_bounds_1tb.safetensors", files.config, files.vocab, {}}).empty());
@@ -432,12 +432,12 @@ TEST_CASE("ui refuses malformed model files with a message", "[ui]") {
   CHECK(missing.find(dir.path.string()) == std::string::npos);
   // Weights of another model (one nn.TransformerEncoderLayer): the missing tensors are named.
   CHECK(load_error({fixtures + "encoder_f32.safetensors", files.config, "", {}}).find("missing") != std::string::npos);
-  const std::string bad_config = std::string(ATTN_FIXTURES_DIR) + "/../data/bad_config.json";
+  const std::string bad_config = attn::test::fixtures_dir() + "/../data/bad_config.json";
   CHECK(load_error({files.weights, bad_config, "", {}}).find("bad_config.json") != std::string::npos);
   CHECK(load_error({files.weights, dir.write("c.json", "{\"d_model\": "), "", {}}).find("not valid JSON") !=
         std::string::npos);
   CHECK(load_error({files.weights, files.config, dir.write("v.json", "[1, 2]"), {}}).find("v.json") != std::string::npos);
-  CHECK(load_error({files.weights, files.config, dir.write("v2.json", R"({"[PAD]": 0, "a": 5})"), {}}).find("distinct") !=
+  CHECK(load_error({files.weights, files.config, dir.write("v2.json", R"({"[PAD]": 0, "a": 5})"), {}}).find("the id of 'a' must be an integer from 0 to 1, got 5") !=
         std::string::npos);
   Json big = {{"[PAD]", 0}};
   for (int id = 1; id < 20; ++id) big["w" + std::to_string(id)] = id;

@@ -15,7 +15,7 @@ using namespace attn::ui;
 
 namespace {
 
-const std::string dir = std::string(ATTN_FIXTURES_DIR) + "/pretrained/";
+const std::string dir = attn::test::fixtures_dir() + "/pretrained/";
 
 const nlohmann::json& fixture_case(const std::string& name) {
   for (const auto& c : test::cached_fixture("pretrained/pretrained_stages.json"))
@@ -104,7 +104,7 @@ TEST_CASE("ui names and moves between the layers of every model", "[ui]") {
 }
 
 TEST_CASE("ui refuses a checkpoint's bad files with a message naming them", "[ui]") {
-  const std::string data = std::string(ATTN_FIXTURES_DIR) + "/../data/";
+  const std::string data = attn::test::fixtures_dir() + "/../data/";
   CHECK_THROWS_WITH(sort_model_files({data + "pickle_only"}), Catch::Contains("convert it to model.safetensors"));
   CHECK_THROWS_WITH(load_model(sort_model_files({data + "unknown_family"})), Catch::Contains("'t5' is not supported"));
   const std::string b = dir + "bert_tiny/";

@@ -424,11 +424,7 @@ void App::draw() {
 
 void App::select_view(const Json& view) {
   if (!view.is_object()) throw InputError("the view must be an object");
-  auto index = [](const Json& v, const std::string& key) {
-    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 1 << 20)
-      throw InputError(key + " must be a non-negative integer");
-    return v.get<int>();
-  };
+  auto index = [](const Json& v, const std::string& key) { return json_integer<int>(v, key, 0, 1 << 20); };
   for (const auto& [key, value] : view.items()) {
     if (key == "tab" && value.is_string()) select_tab(parse_tab(value.get<std::string>()));
     else if (key == "stage" && value.is_string()) stage_ = value.get<std::string>();
@@ -440,7 +436,7 @@ void App::select_view(const Json& view) {
     else if (key == "train_item") train_item_ = index(value, key);
     else if (key == "train_layer") train_layer_ = index(value, key);
     else if (key == "train_head") train_head_ = index(value, key);
-    else if (key == "replay" && value.is_number_integer() && value.get<int64_t>() == -1) replay_index_ = -1;
+    else if (key == "replay" && value == -1) replay_index_ = -1;
     else if (key == "replay") replay_index_ = index(value, key);
     else if (key == "train_score") train_score_kind_ = std::min(index(value, key), int(head_score_kinds) - 1);
     else if (key == "tour") go_to_tour_step(index(value, key));
@@ -449,7 +445,7 @@ void App::select_view(const Json& view) {
       if (!error.empty()) throw InputError(error);
     } else if (key == "generate_token") generate_selected_ = index(value, key);
     else if (key == "generate_layer") generate_layer_ = index(value, key);
-    else if (key == "png_scale" && (value == 1 || value == 2 || value == 4)) png_scale_ = value.get<int>();
+    else if (key == "png_scale" && (value == 1 || value == 2 || value == 4)) png_scale_ = json_integer<int>(value, key);
     else if (key == "zoom" && value.is_array() && value.size() == 3 && value[0].is_number() && value[0] >= 1 &&
              value[1].is_number() && value[2].is_number()) {  // [zoom, first row, first column]: clamped when drawn
       main_.zoom = value[0].get<float>();

@@ -306,7 +306,7 @@ void App::refresh_patching_cache() {
   fill(patch_tensors_[2], layers, 2, {&p.sweeps[2].recovery, &p.sweeps[3].recovery});
   const Json& about = patching_.metric_about();
   patch_metric_text_ = about["kind"] == "label_margin"
-                           ? format(Str::patch_metric_label, about["label"].get<int>(), p.clean_metric, p.corrupted_metric)
+                           ? format(Str::patch_metric_label, json_integer<int>(about["label"], "label"), p.clean_metric, p.corrupted_metric)
                            : format(Str::patch_metric_tokens, about["answer"]["token"].get<std::string>().c_str(),
                                     about["wrong"]["token"].get<std::string>().c_str(), p.clean_metric, p.corrupted_metric);
 }

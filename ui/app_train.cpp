@@ -48,7 +48,8 @@ Json data_settings(const std::string& path) {
   return text ? Json{{"task", "text"}, {"data", path}} : Json{{"data", path}};
 }
 
-int int_setting(const Json& j, const char* key) { return j.contains(key) ? j[key].get<int>() : 0; }
+size_t size_setting(const Json& j, const char* key) { return json_field<size_t>(j, key, "the run's settings"); }
+int int_setting(const Json& j, const char* key) { return j.contains(key) ? json_integer<int>(j[key], key) : 0; }
 
 // A line chart of up to two series (x = step) in a box of `size`; log_y plots log10 of positive values.
 // `scratch` holds the screen points (kept between frames: no allocation once grown). Its box and
@@ -261,8 +262,8 @@ void App::refresh_train_controls() {
   for (size_t h = 0; h < training_.num_heads(); ++h) train_head_labels_.push_back("H" + std::to_string(h));
   const Json& e = training_.effective_settings();
   train_sizes_text_ = training_.language_model()
-                          ? format(Str::language_model_sizes, e["n_embd"].get<size_t>(), e["n_head"].get<size_t>(),
-                                   e["n_layer"].get<size_t>(), e["n_positions"].get<size_t>(), e["vocab_size"].get<size_t>())
+                          ? format(Str::language_model_sizes, size_setting(e, "n_embd"), size_setting(e, "n_head"),
+                                   size_setting(e, "n_layer"), size_setting(e, "n_positions"), size_setting(e, "vocab_size"))
                           : "";
   TrainControls& c = train_controls_;
   c.task = e.contains("task") ? task_index(e["task"].get<std::string>()) : int(train::tasks().size());
@@ -276,7 +277,7 @@ void App::refresh_train_controls() {
   c.optimizer = e.contains("optimizer") ? index_of(optimizer_items, e["optimizer"].get<std::string>()) : 2;
   c.mask = e.contains("mask") ? index_of(mask_names, e["mask"].get<std::string>()) : 1;
   c.lr = e.contains("lr") ? e["lr"].get<double>() : 0;
-  c.seed = e.contains("seed") ? e["seed"].get<uint64_t>() : 0;
+  c.seed = e.contains("seed") ? json_integer<uint64_t>(e["seed"], "seed") : 0;
 }
 
 void App::draw_train_view(float width) {

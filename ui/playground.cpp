@@ -380,8 +380,7 @@ PlaygroundConfig apply_settings(const PlaygroundConfig& base, const Json& settin
     } else if (value.is_boolean()) {
       set_field(c, key, value.get<bool>() ? "1" : "0");
     } else if (value.is_number_integer()) {
-      set_field(c, key, value.is_number_unsigned() ? std::to_string(value.get<uint64_t>())
-                                                   : std::to_string(value.get<int64_t>()));
+      set_field(c, key, value.dump());  // the integer's digits, which set_field parses as the hash's text
     } else if (value.is_number_float()) {
       if (key != "dropout") throw InputError(key + " must be a whole number");
       set_field(c, key, number_text(value.get<float>()));

@@ -146,8 +146,9 @@ EMSCRIPTEN_KEEPALIVE const char* attnlab_compare(const char* json) {
     for (const auto& [key, value] : request.items()) {
       if (key == "a" || key == "b") continue;
       if (key != "rtol" && key != "atol") throw attn::InputError("unknown compare key '" + key + "' (a, b, rtol, atol)");
-      if (!value.is_number() || !(value.get<double>() >= 0)) throw attn::InputError(key + " must be a number >= 0");
-      (key == "rtol" ? tolerance.rtol : tolerance.atol) = value.get<double>();
+      const double x = attn::json_number(value, key);
+      if (!(x >= 0)) throw attn::InputError(key + " must be a number >= 0");
+      (key == "rtol" ? tolerance.rtol : tolerance.atol) = x;
     }
     const attn::ui::PlaygroundConfig base = p.config();
     const attn::ui::PlaygroundConfig b = request.contains("b") ? attn::ui::apply_settings(base, request["b"]) : base;

@@ -6,6 +6,7 @@
 
 #include "core/backend/device_model.hpp"
 #include "core/base/error.hpp"
+#include "core/base/json.hpp"
 
 namespace attn::batch {
 namespace {
@@ -24,11 +25,7 @@ uint64_t fnv1a(const std::string& text) {
 std::vector<int64_t> parse_ids(const Json& ids) {
   if (!ids.is_array()) throw InputError("\"ids\" must be an array of token ids");
   std::vector<int64_t> out;
-  for (const Json& id : ids) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0)
-      throw InputError("\"ids\" must hold non-negative integers, got " + id.dump());
-    out.push_back(id.get<int64_t>());
-  }
+  for (const Json& id : ids) out.push_back(json_integer<int64_t>(id, "an id in \"ids\"", 0));
   return out;
 }
 
@@ -406,11 +403,18 @@ SafetensorsHeader parse_safetensors_header(const std::string& path, const std::s
         continue;
       }
       StoredTensor t;
-      t.entry = {name, value.at("dtype").get<std::string>(), value.at("shape").get<Shape>()};
-      const auto offsets = value.at("data_offsets").get<std::vector<uint64_t>>();
-      if (offsets.size() != 2) fail("tensor '" + name + "': data_offsets must be [begin, end]");
-      t.begin = offsets[0];
-      t.end = offsets[1];
+      t.entry = {name, value.at("dtype").get<std::string>(), {}};
+      const Json& shape = value.at("shape");
+      const Json& offsets = value.at("data_offsets");
+      if (!shape.is_array()) fail("tensor '" + name + "': shape must be an array");
+      if (!offsets.is_array() || offsets.size() != 2) fail("tensor '" + name + "': data_offsets must be [begin, end]");
+      try {
+        for (const Json& d : shape) t.entry.shape.push_back(json_integer<size_t>(d, "tensor '" + name + "': shape", 0));
+        t.begin = json_integer<uint64_t>(offsets[0], "tensor '" + name + "': data_offsets", 0);
+        t.end = json_integer<uint64_t>(offsets[1], "tensor '" + name + "': data_offsets", 0);
+      } catch (const InputError& e) {
+        fail(e.what());
+      }
       if (t.entry.dtype != "F32" && t.entry.dtype != "I64" && t.entry.dtype != "U8")
         fail("tensor '" + name + "': dtype '" + t.entry.dtype + "' is not one attn batch writes (F32, I64, U8)");
       uint64_t bytes = dtype_size(t.entry.dtype);

@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "core/base/error.hpp"
+#include "core/base/json.hpp"
 #include "core/base/memory.hpp"
 #include "core/text/tokenizer.hpp"
 
@@ -136,7 +137,9 @@ bool is_count(const json& value) { return value.is_number_unsigned(); }
 std::vector<uint64_t> parse_shape(const std::string& path, const std::string& name, const json& value) {
   if (!value.is_array() || !std::all_of(value.begin(), value.end(), is_count))
     fail(path, entry(name) + "shape must be a list of non-negative integers, not " + value.dump());
-  return value.get<std::vector<uint64_t>>();
+  std::vector<uint64_t> shape;
+  for (const json& dim : value) shape.push_back(json_integer<uint64_t>(dim, entry(name) + "shape"));
+  return shape;
 }
 
 Entry parse_entry(const std::string& path, const std::string& name, const json& value, uint64_t data_size,
@@ -154,7 +157,8 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
   if (!offsets.is_array() || offsets.size() != 2 || !is_count(offsets[0]) || !is_count(offsets[1]))
     fail(path,
          entry(name) + "data_offsets must be two non-negative integers [begin, end], not " + offsets.dump());
-  e.begin = offsets[0].get<uint64_t>(), e.end = offsets[1].get<uint64_t>();
+  e.begin = json_integer<uint64_t>(offsets[0], entry(name) + "data_offsets");
+  e.end = json_integer<uint64_t>(offsets[1], entry(name) + "data_offsets");
   if (e.begin > e.end) fail(path, entry(name) + "data_offsets " + offsets.dump() + ": begin is past end");
   uint64_t bytes = e.dtype->size;
   for (uint64_t dim : e.shape)

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/base/error.hpp"
+#include "core/base/json.hpp"
 #include "core/model/pretrained.hpp"
 #include "core/text/tokenizer_bpe.hpp"
 #include "core/torch/rng.hpp"
@@ -177,14 +178,10 @@ namespace {
 
 // A whole number >= min from a JSON number; else an InputError naming `key`.
 uint64_t whole_number(const Json& v, const std::string& key, uint64_t min) {
-  if (v.is_number_unsigned() && v.get<uint64_t>() >= min) return v.get<uint64_t>();
-  throw InputError("generate: " + key + " expects a whole number >= " + std::to_string(min) + ", got " + v.dump());
+  return json_integer<uint64_t>(v, "generate: " + key, min);
 }
 
-double number(const Json& v, const std::string& key) {
-  if (!v.is_number()) throw InputError("generate: " + key + " expects a number, got " + v.dump());
-  return v.get<double>();
-}
+double number(const Json& v, const std::string& key) { return json_number(v, "generate: " + key); }
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/base/error.hpp"
+#include "core/base/json.hpp"
 #include "core/kernels/kernels.hpp"
 #include "core/base/memory.hpp"
 #include "core/model/gpt2.hpp"
@@ -37,21 +38,19 @@ struct ConfigReader {
 
   size_t size(const char* key, size_t fallback, bool positive = true) const {
     if (!j.contains(key) || j[key].is_null()) return fallback;
-    if (!j[key].is_number_unsigned() || (positive && j[key].get<uint64_t>() == 0) || j[key].get<uint64_t>() > (1u << 30))
-      throw InputError(file + ": '" + key + "' must be a " + (positive ? "positive" : "non-negative") + " integer");
-    return j[key].get<size_t>();
+    return json_integer<size_t>(j[key], file + ": '" + key + "'", positive ? 1 : 0, size_t(1) << 30);
   }
   double number(const char* key, double fallback) const {
     if (!j.contains(key)) return fallback;
-    if (!j[key].is_number() || !(j[key].get<double>() > 0) || !std::isfinite(j[key].get<double>()))
-      throw InputError(file + ": '" + key + "' must be a positive number");
-    return j[key].get<double>();
+    const double x = json_number(j[key], file + ": '" + key + "'");
+    if (!(x > 0)) throw InputError(file + ": '" + key + "' must be a positive number");
+    return x;
   }
   double probability(const char* key, double fallback) const {
     if (!j.contains(key)) return fallback;
-    if (!j[key].is_number() || !(j[key].get<double>() >= 0 && j[key].get<double>() < 1))
-      throw InputError(file + ": '" + key + "' must be a probability in [0, 1)");
-    return j[key].get<double>();
+    const double x = json_number(j[key], file + ": '" + key + "'");
+    if (!(x >= 0 && x < 1)) throw InputError(file + ": '" + key + "' must be a probability in [0, 1)");
+    return x;
   }
   std::string text(const char* key, const std::string& fallback) const {
     if (!j.contains(key)) return fallback;

@@ -7,6 +7,7 @@
 
 #include "core/base/bits.hpp"
 #include "core/base/error.hpp"
+#include "core/base/json.hpp"
 #include "core/base/memory.hpp"
 
 namespace attn {
@@ -74,10 +75,7 @@ Stage stage_from_json(const Json& s, const std::string& where) {
   stage.name = s["name"].get<std::string>();
   const std::string at = where + ", stage '" + stage.name + "'";
   std::vector<uint64_t> dims;
-  for (const Json& dim : s["shape"]) {
-    if (!dim.is_number_unsigned()) throw InputError(at + ": \"shape\" must hold non-negative integers");
-    dims.push_back(dim.get<uint64_t>());
-  }
+  for (const Json& dim : s["shape"]) dims.push_back(json_integer<uint64_t>(dim, at + ": \"shape\"", 0));
   if (!strides_fit(dims)) throw InputError(at + ": \"shape\" is too large");
   Shape shape;
   size_t count = 1;  // strides_fit bounds the product of the non-zero dimensions; a zero empties it

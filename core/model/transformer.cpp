@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/base/error.hpp"
+#include "core/base/json.hpp"
 #include "core/kernels/kernels.hpp"
 #include "core/base/memory.hpp"
 
@@ -55,8 +56,7 @@ TransformerConfig config_from_json(const Json& j) {
   TransformerConfig c;
   auto size = [&](const std::string& key, size_t& out) {
     if (!j.contains(key)) return;
-    require(j[key].is_number_unsigned(), "config '" + key + "' must be a non-negative integer");
-    out = j[key].get<size_t>();
+    out = json_integer<size_t>(j[key], "config '" + key + "'", 0);
   };
   auto flag = [&](const std::string& key, bool& out) {
     if (!j.contains(key)) return;
@@ -75,8 +75,7 @@ TransformerConfig config_from_json(const Json& j) {
   size("max_len", c.max_len);
   size("num_classes", c.num_classes);
   if (j.contains("dropout")) {
-    require(j["dropout"].is_number(), "config 'dropout' must be a number");
-    c.dropout = j["dropout"].get<double>();
+    c.dropout = json_number(j["dropout"], "config 'dropout'");
   }
   flag("norm_first", c.norm_first);
   flag("final_norm", c.final_norm);

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/error.hpp"
+#include "core/base/json.hpp"
 
 namespace attn {
 
@@ -158,11 +159,10 @@ Vocab read_vocab_file(const std::string& path) {
   std::vector<std::string> tokens(j.size());
   std::vector<bool> seen(j.size(), false);
   for (const auto& [token, id] : j.items()) {
-    if (!id.is_number_unsigned() || id.get<uint64_t>() >= j.size() || seen[id.get<size_t>()])
-      throw InputError("vocabulary file '" + path + "': id of '" + token + "' must be a distinct integer in [0, " +
-                       std::to_string(j.size()) + ")");
-    seen[id.get<size_t>()] = true;
-    tokens[id.get<size_t>()] = token;
+    const auto i = json_integer<size_t>(id, "vocabulary file '" + path + "': the id of '" + token + "'", 0, j.size() - 1);
+    if (seen[i]) throw InputError("vocabulary file '" + path + "': id " + std::to_string(i) + " is given to two tokens");
+    seen[i] = true;
+    tokens[i] = token;
   }
   if (j.contains(pad_token) && j[pad_token] != 0)
     throw InputError("vocabulary file '" + path + "': [PAD] must have id 0");

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/error.hpp"
+#include "core/base/json.hpp"
 #include "core/text/utf8.hpp"
 
 namespace attn {
@@ -83,9 +84,7 @@ std::vector<std::string> read_vocab(const std::string& path) {
   std::vector<std::string> tokens(j.size());
   std::vector<bool> seen(j.size(), false);
   for (const auto& [token, id] : j.items()) {
-    if (!id.is_number_unsigned() || id.get<uint64_t>() >= j.size())
-      throw InputError(path + ": the id of '" + token + "' must be an integer in [0, " + std::to_string(j.size()) + ")");
-    const size_t i = id.get<size_t>();
+    const auto i = json_integer<size_t>(id, path + ": the id of '" + token + "'", 0, j.size() - 1);
     if (seen[i]) throw InputError(path + ": id " + std::to_string(i) + " is given to two tokens");
     seen[i] = true;
     tokens[i] = token;

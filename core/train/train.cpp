@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/base/error.hpp"
+#include "core/base/json.hpp"
 #include "core/kernels/kernels.hpp"
 
 namespace attn::train {
@@ -96,10 +97,10 @@ CheckpointParts split_checkpoint(const std::vector<NamedTensor>& tensors, const 
     require(is_model || is_optimizer, "checkpoint: unexpected tensor '" + t.name + "'");
     (is_model ? parts.model : parts.optimizer).push_back({t.name.substr(is_model ? 6 : 10), t.value});
   }
-  require(meta.is_object() && meta.contains("step") && meta["step"].is_number_unsigned() &&
-              meta.contains("dropout_generator") && meta["dropout_generator"].is_string(),
+  require(meta.is_object() && meta.contains("step") && meta.contains("dropout_generator") &&
+              meta["dropout_generator"].is_string(),
           "checkpoint: its step or generator state is missing");
-  parts.step = meta["step"].get<size_t>();
+  parts.step = json_integer<size_t>(meta["step"], "checkpoint: \"step\"", 0);
   parts.generator = meta["dropout_generator"].get<std::string>();
   return parts;
 }

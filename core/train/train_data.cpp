@@ -22,10 +22,7 @@ bool is_blank(const std::string& text) { return is_valid_utf8(text) && split_wor
 int64_t json_label(const Json& line) {
   if (!line.contains("label")) throw InputError("missing \"label\"");
   const Json& label = line["label"];
-  if (!label.is_number_integer()) throw InputError("\"label\" must be an integer, got " + label.dump());
-  if (label.is_number_unsigned() && label.get<uint64_t>() > uint64_t(INT64_MAX)) throw InputError("\"label\" is too large");
-  if (label.get<int64_t>() < 0) throw InputError("\"label\" must be non-negative, got " + label.dump());
-  return label.get<int64_t>();
+  return json_integer<int64_t>(label, "\"label\"", 0);
 }
 
 int64_t tsv_label(const std::string& text) {

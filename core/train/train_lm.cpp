@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/base/error.hpp"
+#include "core/base/json.hpp"
 #include "core/base/memory.hpp"
 #include "core/batch/batch.hpp"
 #include "core/kernels/kernels.hpp"
@@ -33,9 +34,10 @@ std::string parse_lm_line(const std::string& raw, LmLine& out) {
   }
   if (!j.contains("ids")) return "no \"text\" or \"ids\"";
   if (!j["ids"].is_array() || j["ids"].empty()) return "\"ids\" must be a non-empty array";
-  for (const Json& id : j["ids"]) {
-    if (!id.is_number_unsigned()) return "\"ids\" must hold non-negative integers";
-    out.ids.push_back(id.get<int64_t>());
+  try {
+    for (const Json& id : j["ids"]) out.ids.push_back(json_integer<int64_t>(id, "an id in \"ids\"", 0));
+  } catch (const InputError& e) {
+    return e.what();
   }
   return "";
 }
