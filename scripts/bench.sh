@@ -2,7 +2,7 @@
 # The benchmark report: attn bench --torch natively at 1 thread and at every core, the WebAssembly cases
 # under node (the threaded build, 1 thread and every core), and attnlab against onnxruntime-web under node
 # and in Chromium (scripts/bench-ort.sh). Writes docs/bench-report.md (with the machine's CPU, the kernels,
-# PyTorch's BLAS, the date) and the summary in README.md's speed section. About 20 minutes on 2 cores;
+# PyTorch's BLAS, the date) and the summary at the top of docs/speed.md. About 20 minutes on 2 cores;
 # run it on a quiet machine.
 #   scripts/bench.sh            # everything
 #   scripts/bench.sh --no-ort   # without the onnxruntime-web comparison
@@ -22,5 +22,5 @@ for threads in $(printf '1\n%s\n' "$cores" | sort -un); do
   node build-web-mt/attn-bench.js --json --threads "$threads" > "$run/wasm-$name.json"
 done
 [ "${1:-}" = --no-ort ] || scripts/bench-ort.sh --json "$root/$run/ort.json"
-/usr/bin/python3 scripts/bench_report.py report "$run" docs/bench-report.md README.md
-echo "wrote docs/bench-report.md and README.md's summary"
+/usr/bin/python3 scripts/bench_report.py report "$run" docs/bench-report.md docs/speed.md
+echo "wrote docs/bench-report.md and docs/speed.md's summary"

@@ -2,11 +2,11 @@
 """The two ends of scripts/bench.sh.
 
     bench_report.py machine RUN_DIR               # RUN_DIR/machine.json: CPU, memory, date, commit, versions
-    bench_report.py report RUN_DIR REPORT README  # REPORT, and README's summary between its markers
+    bench_report.py report RUN_DIR REPORT SPEED  # REPORT, and docs/speed.md's summary between its markers
 
 RUN_DIR holds machine.json, native-1.json and native-N.json (attn bench --torch --json), wasm-1.json and
 wasm-N.json (node attn-bench.js --json, the threaded build), and ort.json (tests/ort/bench.js --json),
-each optional but machine.json and native-1.json. The summary goes into README.md between the markers
+each optional but machine.json and native-1.json. The summary goes into docs/speed.md between the markers
 <!-- bench:start --> and <!-- bench:end -->."""
 import json
 import os
@@ -89,7 +89,7 @@ def ort_table(rows):
     return lines
 
 
-def report(run_dir, report_path, readme_path):
+def report(run_dir, report_path, summary_path):
     run = pathlib.Path(run_dir)
     load = lambda name: json.loads((run / name).read_text()) if (run / name).exists() else None
     machine_info = load("machine.json")
@@ -111,7 +111,7 @@ def report(run_dir, report_path, readme_path):
     pathlib.Path(report_path).write_text("\n".join(out))
 
     summary = ["<!-- bench:start -->", f"From `scripts/bench.sh`'s latest run ([docs/bench-report.md]"
-               "(docs/bench-report.md) has every case). " + head[0], "",
+               "(bench-report.md) has every case). " + head[0], "",
                "| case | size | threads | ratio |", "|---|---|---|---|"]
     for doc in native:
         for r in doc["results"]:
@@ -122,11 +122,11 @@ def report(run_dir, report_path, readme_path):
     for r in ort or []:
         summary.append(f"| encoder against onnxruntime-web ({r['where']}) | {r['case']} | {r['threads']} | {r['ratio']:.2f}× |")
     summary.append("<!-- bench:end -->")
-    readme = pathlib.Path(readme_path).read_text()
+    text = pathlib.Path(summary_path).read_text()
     block = re.compile(r"<!-- bench:start -->.*<!-- bench:end -->", re.S)
-    if not block.search(readme):
-        sys.exit(f"{readme_path}: no <!-- bench:start --> ... <!-- bench:end --> block")
-    pathlib.Path(readme_path).write_text(block.sub(lambda _: "\n".join(summary), readme))
+    if not block.search(text):
+        sys.exit(f"{summary_path}: no <!-- bench:start --> ... <!-- bench:end --> block")
+    pathlib.Path(summary_path).write_text(block.sub(lambda _: "\n".join(summary), text))
 
 
 if __name__ == "__main__":
