@@ -391,12 +391,16 @@ def local_folder_wins(server, tmp, bert_ref):
           "a local folder named as a repository wins, with no request", r.stderr)
 
 
-def offline_misses(server, tmp, commit):
+def offline_and_unreachable(server, tmp, commit, gpt2_ref):
     cache = Cache(tmp, "offline")
     server.reset()
     env = environment(server, cache, HF_HUB_OFFLINE="1")
     refused(encode(GPT2, server, cache, env=env), "offline, an empty cache", "HF_HUB_OFFLINE", "refs/main")
+    nowhere = environment(server, cache, HF_ENDPOINT="http://127.0.0.1:9")  # the discard port: refused
+    refused(encode(GPT2, server, cache, env=nowhere), "an unreachable Hub, an empty cache", "cannot reach", "config.json")
     shutil.copytree(pathlib.Path(tmp) / "first" / "hub", cache.hub, symlinks=True)
+    r = encode(GPT2, server, cache, "--quiet", env=nowhere)
+    check(r.returncode == 0 and r.stdout == gpt2_ref, "an unreachable Hub: the cached revision is used", r.stderr)
     (cache.storage(GPT2) / "snapshots" / commit / "vocab.json").unlink()
     refused(encode(GPT2, server, cache, env=env), "offline, a file missing from the snapshot", "vocab.json", "not in the cache")
     check(server.log() == [], "offline misses: no request")
@@ -438,7 +442,7 @@ def main():
         concurrency(server, tmp, gpt2_ref)
         bad_names(server, tmp)
         local_folder_wins(server, tmp, bert_ref)
-        offline_misses(server, tmp, commit)
+        offline_and_unreachable(server, tmp, commit, gpt2_ref)
         terminal_progress(server, tmp)
     finally:
         server.stop()
