@@ -213,6 +213,12 @@ def cached_runs(server, cache, commit, gpt2_ref):
     mine = attn(["batch", "--model", GPT2, str(sentences), "-o", str(out), "--quiet"], env=offline)
     theirs = attn(["batch", "--model-dir", str(FIXTURES / "gpt2_tiny"), str(sentences), "-o", "-", "--quiet"], env=offline)
     check(mine.returncode == 0 and out.read_text() == theirs.stdout, "attn batch --model", mine.stderr)
+    logs = [pathlib.Path(cache.home) / f"train{i}.jsonl" for i in (1, 2)]
+    train = ["train", "--data", str(sentences), "--steps", "2", "--seq-len", "3", "--quiet"]
+    mine = attn([*train, "--model", GPT2, "--log", str(logs[0])], env=offline)
+    theirs = attn([*train, "--model-dir", str(FIXTURES / "gpt2_tiny"), "--log", str(logs[1])], env=offline)
+    check(mine.returncode == 0 and theirs.returncode == 0 and logs[0].read_text() == logs[1].read_text(),
+          "attn train --model (fine-tuning GPT-2: the same log)", mine.stderr + theirs.stderr)
     r = attn(["train", "--model", BERT, "--data", str(sentences), "--quiet"], env=offline)
     refused(r, "attn train --model (a BERT snapshot, which it does not fine-tune)", "snapshots/", "GPT-2")
 
