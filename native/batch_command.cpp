@@ -26,6 +26,7 @@
 #include "native/backends.hpp"
 #include "native/batch_io.hpp"
 #include "native/commands.hpp"
+#include "native/hub.hpp"
 #include "core/model/model_options.hpp"
 
 namespace attn::cli {
@@ -787,7 +788,12 @@ void add_batch_command(CLI::App& app, BatchOptions& o) {
   cmd->add_option("--shard", o.shard, "K/N: only lines n with (n - 1) mod N = K - 1");
   cmd->add_flag("--resume", o.resume, "continue an interrupted run from OUTPUT.progress");
   cmd->add_flag("--quiet", o.quiet, "no progress and no summary on standard error");
-  cmd->callback([&o] { reported("attn batch", [&] { run_batch(o); }); });
+  cmd->callback([&o] {
+    reported("attn batch", [&] {
+      resolve_model(o.model, o.quiet);
+      run_batch(o);
+    });
+  });
 }
 
 void add_merge_command(CLI::App& app, MergeOptions& o) {

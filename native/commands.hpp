@@ -37,8 +37,11 @@ void add_tutorial_command(CLI::App& app, TutorialOptions& o);
 using attn::ModelOptions;
 // With `seed_with_weights`, --seed may join --weights (it seeds what else draws: attn train's dropout and order).
 void add_model_options(CLI::App& cmd, ModelOptions& o, bool seed_with_weights = false);
-// --model-dir and --merges: a BERT or GPT-2 checkpoint instead of the tutorial's classifier.
+// --model-dir, --model and --merges: a BERT or GPT-2 checkpoint instead of the tutorial's classifier.
+// A command resolves --model (native/hub.hpp: resolve_model) before it runs.
 void add_pretrained_options(CLI::App& cmd, ModelOptions& o);
+// --quiet, for the commands that print no progress but --model's downloads.
+void add_download_quiet_flag(CLI::App& cmd, bool& quiet);
 
 struct EncodeOptions {
   ModelOptions model;
@@ -49,7 +52,7 @@ struct EncodeOptions {
   PlotOptions plot;
   std::vector<std::string> ids;
   SentenceOptions sentences;
-  bool json = false;
+  bool json = false, quiet = false;
   CommandResult* result = nullptr;  // set: the run is handed here, not printed (emit)
   // Set: the checkpoint is loaded once and kept here for the next runs (the Python module's models).
   std::shared_ptr<const Pretrained>* checkpoint_cache = nullptr;
@@ -61,7 +64,7 @@ struct HeadsOptions {
   std::string detect = "previous_token,duplicate_token,induction", seq_len, batch, token_range,
               error_measure = "mul";
   SentenceOptions sentences;
-  bool exclude_bos = false, exclude_current_token = false, json = false;
+  bool exclude_bos = false, exclude_current_token = false, json = false, quiet = false;
 };
 void add_heads_command(CLI::App& app, HeadsOptions& o);
 
@@ -69,14 +72,14 @@ struct PatchOptionsCli {
   ModelOptions model;
   PatchMetricOptions metric;  // core/model/patching.hpp
   std::string clean, corrupted, sweep = "heads,resid_pre,attn_out,mlp_out";
-  bool json = false;
+  bool json = false, quiet = false;
 };
 void add_patch_command(CLI::App& app, PatchOptionsCli& o);
 
 struct GenerateOptions {
   ModelOptions model;  // a GPT-2 checkpoint's files
   std::string prompt, max_new_tokens = "20", temperature = "1", top_k = "0", top_p = "1", seed = "0", threads = "auto";
-  bool json = false;
+  bool json = false, quiet = false;
 };
 void add_generate_command(CLI::App& app, GenerateOptions& o);
 

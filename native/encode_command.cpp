@@ -15,6 +15,7 @@
 #include "core/model/tutorial.hpp"
 #include "native/backends.hpp"
 #include "native/commands.hpp"
+#include "native/hub.hpp"
 #include "core/model/interventions.hpp"
 #include "core/model/logit_lens.hpp"
 #include "core/model/model_options.hpp"
@@ -408,6 +409,7 @@ void add_encode_command(CLI::App& app, EncodeOptions& o) {
   add_sentence_options(*cmd, o.sentences, "default: the first tutorial's four");
   cmd->add_option("--ids", o.ids, "token ids of one sequence, e.g. \"1 2 3\" (repeatable; padded with 0)");
   cmd->add_flag("--json", o.json, "print the trace as one JSON document");
+  add_download_quiet_flag(*cmd, o.quiet);
   cmd->add_option("--top-k", o.top_k, "GPT-2: how many likely next tokens to list (default 10)");
   cmd->add_option("--temperature", o.temperature, "GPT-2: the next-token list's softmax(logits / T) (default 1)");
   cmd->add_option("--save-weights", o.save_weights, "write the model's state_dict as safetensors");
@@ -425,7 +427,10 @@ void add_encode_command(CLI::App& app, EncodeOptions& o) {
   cmd->add_option("--backend", o.backend,
                   "compute on cpu (fast kernels), gl, cuda or auto instead of the PyTorch-exact reference path; "
                   "scores and attention weights are then not stored");
-  cmd->callback([&o] { run(o); });
+  cmd->callback([&o] {
+    resolve_model(o.model, o.quiet);
+    run(o);
+  });
 }
 
 }  // namespace attn::cli

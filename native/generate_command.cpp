@@ -9,6 +9,7 @@
 #include "core/model/generate.hpp"
 #include "core/torch/rng.hpp"
 #include "native/commands.hpp"
+#include "native/hub.hpp"
 
 namespace attn::cli {
 namespace {
@@ -38,7 +39,7 @@ std::string text_report(const Generation& g) {
 void run(const GenerateOptions& o) {
   const auto files = pretrained_files(o.model);
   if (!files)
-    throw InputError("attn generate needs a GPT-2 checkpoint: --model-dir DIR, or --config, --weights, --vocab and "
+    throw InputError("attn generate needs a GPT-2 checkpoint: --model NAME, --model-dir DIR, or --config, --weights, --vocab and "
                      "--merges");
   const size_t max_new = parse_size("--max-new-tokens", o.max_new_tokens, 1);
   const SamplingOptions sampling = sampling_of(o);
@@ -71,7 +72,11 @@ void add_generate_command(CLI::App& app, GenerateOptions& o) {
                                           "bits do not depend on it)")->capture_default_str();
   cmd->add_flag("--json", o.json, "print the prompt, each new token with its probability and attention [layer][head]"
                                   "[key], and the text as one JSON document");
-  cmd->callback([&o] { run(o); });
+  add_download_quiet_flag(*cmd, o.quiet);
+  cmd->callback([&o] {
+    resolve_model(o.model, o.quiet);
+    run(o);
+  });
 }
 
 }  // namespace attn::cli

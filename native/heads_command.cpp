@@ -6,6 +6,7 @@
 #include "core/model/head_detectors.hpp"
 #include "core/model/loaded_model.hpp"
 #include "native/commands.hpp"
+#include "native/hub.hpp"
 
 namespace attn::cli {
 namespace {
@@ -146,7 +147,11 @@ void add_heads_command(CLI::App& app, HeadsOptions& o) {
   cmd->add_flag("--exclude-bos", o.exclude_bos, "leave out the attention to the first position");
   cmd->add_flag("--exclude-current-token", o.exclude_current_token, "leave out each position's attention to itself");
   cmd->add_flag("--json", o.json, "print the scores as [layer][head] arrays in one JSON document");
-  cmd->callback([&o] { run(o); });
+  add_download_quiet_flag(*cmd, o.quiet);
+  cmd->callback([&o] {
+    resolve_model(o.model, o.quiet);
+    run(o);
+  });
 }
 
 }  // namespace attn::cli

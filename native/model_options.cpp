@@ -3,10 +3,19 @@
 namespace attn::cli {
 
 void add_pretrained_options(CLI::App& cmd, ModelOptions& o) {
-  cmd.add_option("--model-dir", o.model_dir,
-                 "a Hugging Face BERT or GPT-2 folder: config.json, model.safetensors, vocab.txt (BERT) or "
-                 "vocab.json + merges.txt (GPT-2), optional tokenizer_config.json");
+  auto* dir = cmd.add_option("--model-dir", o.model_dir,
+                             "a Hugging Face BERT or GPT-2 folder: config.json, model.safetensors, vocab.txt (BERT) "
+                             "or vocab.json + merges.txt (GPT-2), optional tokenizer_config.json");
+  cmd.add_option("--model", o.model_name,
+                 "NAME[@REVISION]: a local folder, else a Hugging Face Hub repository (e.g. openai-community/gpt2) "
+                 "downloaded into the Hub's cache (docs/hub.md)")
+      ->excludes(dir)
+      ->check([](const std::string& name) { return name.empty() ? "the repository id is empty" : std::string(); });
   cmd.add_option("--merges", o.merges, "GPT-2's merges.txt, beside a transformers --config, --weights and --vocab");
+}
+
+void add_download_quiet_flag(CLI::App& cmd, bool& quiet) {
+  cmd.add_flag("--quiet", quiet, "no download progress (--model)");
 }
 
 void add_model_options(CLI::App& app, ModelOptions& o, bool seed_with_weights) {

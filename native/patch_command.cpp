@@ -6,6 +6,7 @@
 #include "core/model/loaded_model.hpp"
 #include "core/model/patching.hpp"
 #include "native/commands.hpp"
+#include "native/hub.hpp"
 
 namespace attn::cli {
 namespace {
@@ -78,7 +79,11 @@ void add_patch_command(CLI::App& app, PatchOptionsCli& o) {
   cmd->add_option("--label", o.metric.label, "a classifier: the class whose logit margin is measured");
   cmd->add_option("--sweep", o.sweep, "what to patch, separated by commas")->capture_default_str();
   cmd->add_flag("--json", o.json, "print the results as arrays with named axes in one JSON document");
-  cmd->callback([&o] { run(o); });
+  add_download_quiet_flag(*cmd, o.quiet);
+  cmd->callback([&o] {
+    resolve_model(o.model, o.quiet);
+    run(o);
+  });
 }
 
 }  // namespace attn::cli

@@ -17,6 +17,7 @@
 #include "core/base/threads.hpp"
 #include "core/train/train.hpp"
 #include "native/commands.hpp"
+#include "native/hub.hpp"
 #include "core/train/train_run.hpp"
 #include "core/model/gpt2.hpp"
 
@@ -294,7 +295,10 @@ void add_train_command(CLI::App& app, TrainOptions& o) {
   cmd->add_option("--backend", o.backend, "exact: PyTorch's rounding, bit for bit (the default); cpu: the fast path "
                                           "(fused multiply-adds, within 1e-4 of it)");
   cmd->add_flag("--quiet", o.quiet, "no progress line and no summary");
-  cmd->callback([&o] { run_train(o); });
+  cmd->callback([&o] {
+    resolve_model(o.model, o.quiet);
+    run_train(o);
+  });
 }
 
 }  // namespace attn::cli

@@ -18,6 +18,7 @@
 #include "core/model/pretrained.hpp"
 #include "core/model/tutorial.hpp"
 #include "native/commands.hpp"
+#include "native/hub.hpp"
 
 namespace py = pybind11;
 using namespace attn;
@@ -143,8 +144,9 @@ py::dict numpy_dict(const std::vector<NamedTensor>& tensors) {
 using ModelUse = std::function<void(const PretrainedModel*, const TransformerModel*)>;
 void with_model(const std::vector<std::string>& args, Checkpoint& checkpoint, const ModelUse& use) {
   cli::CommandLine commands;
-  const cli::EncodeOptions& o = commands.encode;
+  cli::EncodeOptions& o = commands.encode;
   subcommand(commands, "encode").callback([&] {
+    cli::resolve_model(o.model, o.quiet);
     if (const auto files = pretrained_files(o.model)) {
       if (!checkpoint.loaded) checkpoint.loaded = std::make_shared<const Pretrained>(load_pretrained_files(*files));
       return use(&checkpoint.loaded->model, nullptr);

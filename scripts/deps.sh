@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what attnlab needs on Debian 12 (bookworm), idempotently:
 #  - Debian packages (compilers, clang and libFuzzer for the fuzz targets, Emscripten, Catch2, JSON,
-#    CLI11, PyTorch for fixtures, pybind11 for the Python module and Jupyter's nbconvert for its notebook);
+#    CLI11, PyTorch for fixtures, pybind11 for the Python module and Jupyter's nbconvert for its notebook,
+#    libcurl and OpenSSL's libcrypto for --model's Hub downloads);
 #  - xtensor 0.25 / xtl 0.7.7 / xsimd 13.2 (header-only) from Debian trixie, unpacked into .deps/,
 #    because bookworm's xsimd 8.1 has no WebAssembly SIMD backend.
 set -euo pipefail
@@ -11,7 +12,7 @@ deps="$root/.deps"
 
 packages=(cmake ccache g++ make clang-14 libclang-rt-14-dev python3-torch python3-numpy python3-threadpoolctl emscripten nodejs catch2
           nlohmann-json3-dev libcli11-dev dpkg-dev ca-certificates python3-dev python3-pybind11 jupyter-nbconvert
-          python3-nbclient python3-ipykernel)
+          python3-nbclient python3-ipykernel libcurl4-openssl-dev libssl-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

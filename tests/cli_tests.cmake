@@ -97,6 +97,11 @@ add_test(NAME cli.encode_pretrained_npy
          COMMAND sh -c "out=$(mktemp -d) && '$<TARGET_FILE:attn>' encode --model-dir '${pre}/gpt2_tiny' --sentence 'the dog' --save-npy \"$out\" > /dev/null && test -s \"$out/h.1.attn.attn_weights.npy\" && test -s \"$out/next_token_probs.npy\"; status=$?; rm -rf \"$out\"; exit $status")
 attn_cli_case(encode_merges_alone 2 "--merges belongs to a GPT-2 checkpoint" ${enc} --merges x.txt)
 
+# A checkpoint by its Hub name (docs/hub.md): --model against a stand-in for the Hub on 127.0.0.1
+# (tests/hub/hub_server.py), the cache file by file, cached runs without a request, and the faults.
+add_test(NAME cli.hub COMMAND /usr/bin/python3 "${CMAKE_CURRENT_SOURCE_DIR}/hub_check.py" $<TARGET_FILE:attn>)
+set_tests_properties(cli.hub PROPERTIES TIMEOUT 180)
+
 # Interventions (docs/interventions.md): every stage of an ablated run against PyTorch doing the same
 # ablation with TransformerLens's definitions (intervention_check.py), and the bad inputs.
 add_test(NAME cli.interventions COMMAND /usr/bin/python3 "${CMAKE_CURRENT_SOURCE_DIR}/intervention_check.py" $<TARGET_FILE:attn>)

@@ -15,6 +15,7 @@ namespace attn {
 struct ModelOptions {
   std::string config_file, seed, weights, vocab, mask = "padding";
   std::string model_dir, merges;  // a Hugging Face checkpoint
+  std::string model_name;         // --model NAME[@REVISION]: the CLI makes it model_dir (native/hub.hpp)
   // Model sizes as flags (override the config file); empty = not given.
   std::string vocab_size, d_model, num_heads, num_layers, d_ff, max_len, num_classes, dropout, activation,
       pooling, layer_style;

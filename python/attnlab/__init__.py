@@ -196,14 +196,16 @@ class Model:
         return _trace_html(self(), None)
 
 
-def load(model_dir=None, *, weights=None, config=None, vocab=None, merges=None, **options):
-    """A model from files: a Hugging Face BERT or GPT-2 folder (`model_dir`), or the files one at a time
-    (weights=model.safetensors, config=config.json, vocab=vocab.txt / vocab.json, merges=merges.txt), or
-    the tutorial's classifier as attn train saves it (weights, config, vocab). Other keywords: attn
-    encode's model options (mask, seed). Bad files raise ValueError naming the problem."""
-    files = dict(model_dir=model_dir, weights=weights, config=config, vocab=vocab, merges=merges)
+def load(model_dir=None, *, model=None, weights=None, config=None, vocab=None, merges=None, **options):
+    """A model from files: a Hugging Face BERT or GPT-2 folder (`model_dir`), or one by name (`model`:
+    a folder, else a Hub repository id such as "openai-community/gpt2", "@revision" optional, downloaded
+    into the Hub's cache as attn's --model does), or the files one at a time (weights=model.safetensors,
+    config=config.json, vocab=vocab.txt / vocab.json, merges=merges.txt), or the tutorial's classifier
+    as attn train saves it (weights, config, vocab). Other keywords: attn encode's model options (mask,
+    seed). Bad files raise ValueError naming the problem."""
+    files = dict(model_dir=model_dir, model=model, weights=weights, config=config, vocab=vocab, merges=merges)
     if all(v is None for v in files.values()):
-        raise ValueError("load: give model_dir, or weights (with config and vocab)")
+        raise ValueError("load: give model_dir or model, or weights (with config and vocab)")
     return Model({k: (os.fspath(v) if isinstance(v, os.PathLike) else v) for k, v in files.items()} | options)
 
 

@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""A stand-in for the Hugging Face Hub, for tests/hub_check.py (standard library only).
+
+    hub_server.py FIXTURES_DIR
+
+serves repositories built from tests/fixtures/pretrained on two servers bound to 127.0.0.1, port 0
+each, and prints "HUB_PORT CDN_PORT" on its first line. The hub answers HEAD and GET of
+/{repo_id}/resolve/{revision}/{file} as huggingface.co does: X-Repo-Commit, ETag (a small file's git
+blob sha1) and Content-Length; an LFS file (*.safetensors) is a 302 to the CDN, addressed as
+http://localhost:CDN_PORT (another host than 127.0.0.1), with X-Linked-Etag (its sha256) and
+X-Linked-Size; errors carry X-Error-Code (RepoNotFound, RevisionNotFound, EntryNotFound, GatedRepo).
+Both servers take Range: bytes=N-.
+
+Every request is logged (server, method, path, headers, status); control endpoints on the hub:
+GET /_log (the log as JSON), POST /_reset (empty log, no faults), POST /_control with a JSON object of
+faults: {"drop_after": N, "drop_times": K} closes the connection after N bytes of the CDN's next K
+answers; {"corrupt": true} flips one byte of what the CDN sends; {"delay": S} sleeps S seconds per
+4 KiB the CDN sends; {"ignore_range": true} makes the CDN answer 200 (the whole file) to a range.
+Under /plain/ the hub is an ordinary web server: 200 with an HTML page, no Hub header.
+"""
+import hashlib
+import http.server
+import json
+import pathlib
+import sys
+import threading
+import time
+import urllib.parse
+
+GATED_TOKEN = "hf_attnlab_test_token"
+HTML = b"<!DOCTYPE html><html><head><title>Hugging Face</title></head><body>Not a config</body></html>\n"
+
+
+def git_sha1(data):
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def commit_of(repo_id, revision):
+    """A fixed fake commit hash per repository and revision."""
+    return hashlib.sha1(f"{repo_id}@{revision}".encode()).hexdigest()
+
+
+def build_repos(fixtures):
+    def folder(name):
+        files = {p.name: p.read_bytes() for p in sorted((fixtures / name).iterdir()) if p.is_file()}
+        files["README.md"] = b"# a model card attn must not download\n"
+        files["flax_model.msgpack"] = b"weights attn must not download\n"
+        return files
+
+    gpt2 = folder("gpt2_tiny")
+    sharded = {k: v for k, v in gpt2.items() if k != "model.safetensors"}
+    sharded["model-00001-of-00001.safetensors"] = gpt2["model.safetensors"]
+    sharded["model.safetensors.index.json"] = json.dumps(
+        {"metadata": {"total_size": len(gpt2["model.safetensors"])},
+         "weight_map": {"wte.weight": "model-00001-of-00001.safetensors"}}).encode()
+    two_shards = {k: v for k, v in sharded.items() if not k.startswith("model")}
+    two_shards["model-00001-of-00002.safetensors"] = two_shards["model-00002-of-00002.safetensors"] = b"x"
+    two_shards["model.safetensors.index.json"] = json.dumps(
+        {"weight_map": {"wte.weight": "model-00001-of-00002.safetensors",
+                        "wpe.weight": "model-00002-of-00002.safetensors"}}).encode()
+    return {
+        "attnlab-test/gpt2-tiny": {"files": gpt2},
+        "attnlab-test/bert-tiny": {"files": folder("bert_tiny")},
+        "attnlab-test/gated-gpt2": {"files": gpt2, "token": GATED_TOKEN},
+        "attnlab-test/gpt2-no-merges": {"files": {k: v for k, v in gpt2.items() if k != "merges.txt"}},
+        "attnlab-test/html-config": {"files": dict(gpt2, **{"config.json": HTML})},
+        "attnlab-test/gpt2-sharded": {"files": sharded},
+        "attnlab-test/gpt2-two-shards": {"files": two_shards},
+    }
+
+
+class State:
+    def __init__(self, repos):
+        self.repos = repos
+        self.lock = threading.Lock()
+        self.log = []
+        self.faults = {}
+        # The CDN's bytes by sha256.
+        self.blobs = {hashlib.sha256(data).hexdigest(): data
+                      for repo in repos.values() for name, data in repo["files"].items() if is_lfs(name)}
+
+    def record(self, server, handler, status):
+        with self.lock:
+            self.log.append({"server": server, "method": handler.command, "path": handler.path,
+                             "headers": {k.lower(): v for k, v in handler.headers.items()}, "status": status})
+
+
+def is_lfs(name):
+    return name.endswith(".safetensors")
+
+
+def revisions(repo_id):
+    names = {"main": commit_of(repo_id, "main"), "v1.0": commit_of(repo_id, "v1.0")}
+    return {**names, **{commit: commit for commit in names.values()}}
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    server_version = "attnlab-test-hub"
+    state = None
+    role = "hub"
+    cdn_port = 0
+
+    def log_message(self, *args):
+        pass
+
+    def send(self, status, headers, body=b"", declared=None):
+        self.state.record(self.role, self, status)
+        self.send_response(status)
+        for key, value in headers.items():
+            self.send_header(key, str(value))
+        self.send_header("Content-Length", str(len(body) if declared is None else declared))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def error(self, status, code, extra=None):
+        self.send(status, {"X-Error-Code": code, "Content-Type": "text/plain", **(extra or {})}, code.encode())
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        with self.state.lock:
+            if self.path == "/_reset":
+                self.state.log.clear()
+                self.state.faults = {}
+            elif self.path == "/_control":
+                self.state.faults.update(json.loads(body or b"{}"))
+        self.send_response(204)
+        self.end_headers()
+
+    def do_GET(self):
+        if self.path == "/_log":
+            with self.state.lock:
+                body = json.dumps(self.state.log).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        self.answer()
+
+    def do_HEAD(self):
+        self.answer()
+
+    def answer(self):
+        if self.role == "cdn":
+            return self.cdn()
+        path = urllib.parse.urlsplit(self.path).path
+        if path.startswith("/plain/"):
+            return self.send(200, {"Content-Type": "text/html"}, HTML)
+        parts = path.lstrip("/").split("/")
+        if "resolve" not in parts[1:3] or len(parts) < parts.index("resolve") + 3:
+            return self.error(404, "NotFound")
+        at = parts.index("resolve")
+        repo_id, revision = "/".join(parts[:at]), urllib.parse.unquote(parts[at + 1])
+        filename = urllib.parse.unquote("/".join(parts[at + 2:]))
+        repo = self.state.repos.get(repo_id)
+        if repo is None:
+            return self.error(404, "RepoNotFound")
+        if "token" in repo and self.headers.get("authorization") != f"Bearer {repo['token']}":
+            return self.error(401, "GatedRepo")
+        commit = revisions(repo_id).get(revision)
+        if commit is None:
+            return self.error(404, "RevisionNotFound")
+        data = repo["files"].get(filename)
+        if data is None:
+            return self.error(404, "EntryNotFound", {"X-Repo-Commit": commit})
+        headers = {"X-Repo-Commit": commit, "Accept-Ranges": "bytes"}
+        if is_lfs(filename):
+            sha = hashlib.sha256(data).hexdigest()
+            location = f"http://localhost:{self.cdn_port}/blobs/{sha}?file={urllib.parse.quote(filename)}"
+            pointer = f"version https://git-lfs.github.com/spec/v1\noid sha256:{sha}\nsize {len(data)}\n".encode()
+            return self.send(302, {**headers, "Location": location, "ETag": f'"{git_sha1(pointer)}"',
+                                   "X-Linked-Etag": f'"{sha}"', "X-Linked-Size": len(data)})
+        self.ranged(200, {**headers, "ETag": f'"{git_sha1(data)}"', "Content-Type": "application/octet-stream"}, data)
+
+    def cdn(self):
+        parts = urllib.parse.urlsplit(self.path).path.split("/")
+        data = self.state.blobs.get(parts[-1]) if len(parts) == 3 and parts[1] == "blobs" else None
+        if data is None:
+            return self.send(404, {}, b"no such blob")
+        with self.state.lock:
+            faults = dict(self.state.faults)
+            drop = faults.get("drop_times", 0) > 0 and self.command == "GET"
+            if drop:
+                self.state.faults["drop_times"] -= 1
+        if faults.get("corrupt"):
+            middle = len(data) // 2
+            data = data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1:]
+        self.ranged(200, {"Content-Type": "application/octet-stream"}, data,
+                    drop_after=faults.get("drop_after") if drop else None, delay=faults.get("delay", 0),
+                    ignore_range=faults.get("ignore_range", False))
+
+    def ranged(self, status, headers, data, drop_after=None, delay=0, ignore_range=False):
+        """`data` whole, or from a Range's start (206); cut after `drop_after` bytes, the connection closed."""
+        start = 0
+        spec = self.headers.get("Range")
+        if spec and not ignore_range:
+            if not spec.startswith("bytes=") or not spec[6:].endswith("-") or not spec[6:-1].isdigit():
+                return self.send(416, {}, b"")
+            start = int(spec[6:-1])
+            if start >= len(data):
+                return self.send(416, {"Content-Range": f"bytes */{len(data)}"}, b"")
+            status = 206
+            headers = {**headers, "Content-Range": f"bytes {start}-{len(data) - 1}/{len(data)}"}
+        body = data[start:]
+        if self.command == "HEAD" or (drop_after is None and not delay):
+            return self.send(status, headers, body)
+        self.send(status, headers, b"", declared=len(body))
+        sent = body if drop_after is None else body[:drop_after]
+        for i in range(0, len(sent), 4096):
+            self.wfile.write(sent[i:i + 4096])
+            self.wfile.flush()
+            time.sleep(delay)
+        self.close_connection = True
+
+
+def serve(state, role, cdn_port=0):
+    handler = type(f"{role}Handler", (Handler,), {"state": state, "role": role, "cdn_port": cdn_port})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def main():
+    state = State(build_repos(pathlib.Path(sys.argv[1])))
+    cdn = serve(state, "cdn")
+    hub = serve(state, "hub", cdn.server_address[1])
+    print(hub.server_address[1], cdn.server_address[1], flush=True)
+    sys.stdin.read()  # until the test closes our standard input (or ends)
+
+
+if __name__ == "__main__":
+    main()
