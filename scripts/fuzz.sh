@@ -45,14 +45,14 @@ fuzz_target() {  # NAME RUNS CORPUS SEED...: one target, explored for SECONDS or
     return 1
   fi
 }
-# One target per core at a time (each fuzzer is single-threaded).
-failed=0 running=0
+# One target per core at a time (each fuzzer is single-threaded), or FUZZ_JOBS at a time.
+failed=0 running=0 jobs=${FUZZ_JOBS:-$(nproc)}
 while read -r name runs corpus seeds; do
   [ "$only" = "  " ] || [[ "$only" == *" $name "* ]] || continue
   # shellcheck disable=SC2086  # the seed folders are separate arguments
   fuzz_target "$name" "$runs" "$corpus" $seeds &
   running=$((running + 1))
-  if [ "$running" -ge "$(nproc)" ]; then
+  if [ "$running" -ge "$jobs" ]; then
     wait -n || failed=$((failed + 1))
     running=$((running - 1))
   fi
