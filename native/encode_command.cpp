@@ -16,6 +16,7 @@
 #include "native/backends.hpp"
 #include "native/commands.hpp"
 #include "native/hub.hpp"
+#include "core/model/decoder.hpp"
 #include "core/model/interventions.hpp"
 #include "core/model/logit_lens.hpp"
 #include "core/model/model_options.hpp"
@@ -332,6 +333,95 @@ void run_pretrained(const EncodeOptions& o, const PretrainedFiles& files) {
        o.json, o.result);
 }
 
+// --- a decoder of the Llama family (core/model/decoder.hpp): token ids only until tokenizer.json is read ---
+
+struct DecoderRun {
+  DecoderModel model;
+  std::vector<std::vector<int64_t>> rows;
+  Trace trace;
+  std::vector<std::vector<NextToken>> next;
+
+  std::string text() const {
+    const DecoderConfig& c = model.config;
+    std::ostringstream out;
+    out << c.architecture << " (" << c.model_type << "): " << c.num_layers << " layers, hidden " << c.hidden_size
+        << ", " << c.num_heads << " query heads on " << c.num_kv_heads << " key/value heads of " << c.head_dim
+        << ", intermediate " << c.intermediate_size << "\n";
+    if (!model.ignored.empty()) {
+      out << "not part of the model (ignored):";
+      for (const std::string& name : model.ignored) out << " " << name;
+      out << "\n";
+    }
+    for (const Stage& s : trace.stages())
+      out << "\n" << s.name << " " << torch_size_repr(Shape(s.value.shape().begin(), s.value.shape().end())) << "\n"
+          << torch_repr(s.value, s.dtype) << "\n";
+    for (size_t row = 0; row < next.size(); ++row) {
+      out << "\nnext token after sequence " << row + 1 << ":\n";
+      for (const NextToken& t : next[row]) {
+        char line[64];
+        std::snprintf(line, sizeof line, "%8.4f  %6lld\n", t.probability, static_cast<long long>(t.id));
+        out << line;
+      }
+    }
+    return out.str();
+  }
+  std::string json() const {
+    const DecoderConfig& c = model.config;
+    Json doc = {{"family", c.model_type},
+                {"architecture", c.architecture},
+                {"config",
+                 {{"vocab_size", c.vocab_size}, {"hidden_size", c.hidden_size}, {"num_heads", c.num_heads},
+                  {"num_key_value_heads", c.num_kv_heads}, {"head_dim", c.head_dim}, {"num_layers", c.num_layers},
+                  {"intermediate_size", c.intermediate_size}, {"max_positions", c.max_positions}}},
+                {"ignored", model.ignored},
+                {"input_ids", rows},
+                {"stages", stages_json(trace)},
+                {"next_tokens", next_tokens_json(next)}};
+    return doc.dump();
+  }
+};
+
+// --ids rows of one length: the decoder runs without padding.
+std::vector<std::vector<int64_t>> decoder_rows(const EncodeOptions& o) {
+  if (o.ids.empty())
+    throw InputError("this model's tokenizer (tokenizer.json) is not supported yet: give token ids with --ids \"1 2 3\"");
+  if (!o.sentences.sentences.empty() || !o.sentences.sentences_file.empty())
+    throw InputError("--sentence needs the model's tokenizer (tokenizer.json), which is not supported yet: use --ids");
+  std::vector<std::vector<int64_t>> rows;
+  for (size_t r = 0; r < o.ids.size(); ++r) {
+    rows.push_back(parse_id_list(o.ids[r], r + 1));
+    if (rows.back().size() != rows[0].size())
+      throw InputError("--ids sequences must have one length for this model (no padding yet)");
+  }
+  return rows;
+}
+
+void run_decoder(const EncodeOptions& o, const PretrainedFiles& files, const Json& config_json) {
+  if (!o.backend.empty() || !o.save_weights.empty() || !o.ablate.empty() || !o.ablate_mlp.empty() || o.logit_lens ||
+      !o.plot.stage.empty())
+    throw InputError("a Llama-family checkpoint runs stage by stage only so far: drop --backend, --save-weights, --ablate, "
+                     "--ablate-mlp, --logit-lens and --plot");
+  const size_t k = parse_size("--top-k", o.top_k, 1);
+  const double temperature = parse_number("--temperature", o.temperature);
+  auto run = std::make_shared<DecoderRun>();
+  run->rows = decoder_rows(o);
+  const std::string config_name = std::filesystem::path(files.config).filename().string();
+  const std::string weights_name = std::filesystem::path(files.weights).filename().string();
+  run->model = read_decoder_weights(decoder_config_from_json(config_json, config_name), files.weights, weights_name);
+  std::vector<int64_t> ids;
+  for (const auto& row : run->rows) ids.insert(ids.end(), row.begin(), row.end());
+  const size_t batch = run->rows.size(), seq = run->rows[0].size();
+  run->trace = decoder_forward(run->model, ids, batch, seq);
+  const Tensor& logits = run->trace.at("logits");
+  const size_t V = logits.shape(2);
+  for (size_t row = 0; row < batch; ++row)
+    run->next.push_back(top_next_tokens(logits.data() + (row * seq + seq - 1) * V, V, k, temperature,
+                                        [](int64_t) { return std::string(); }));
+  if (!o.save_npy.empty()) save_npy_dir(o.save_npy, run->trace);
+  emit({std::shared_ptr<const Trace>(run, &run->trace), {}, [run] { return run->json(); }, [run] { return run->text(); }},
+       o.json, o.result);
+}
+
 // The classifier's run, as PretrainedRun.
 struct ClassifierRun {
   Inputs in;
@@ -362,7 +452,10 @@ struct ClassifierRun {
 };
 
 void run(const EncodeOptions& o) {
-  if (const auto files = pretrained_files(o.model)) return run_pretrained(o, *files);
+  if (const auto files = pretrained_files(o.model)) {
+    const Json config = read_json_file(files->config, "model config");
+    return is_decoder_config(config) ? run_decoder(o, *files, config) : run_pretrained(o, *files);
+  }
   if (!o.backend.empty() && o.logit_lens)
     throw InputError("--logit-lens reads the exact path's residual stream: drop --backend");
   auto run = std::make_shared<ClassifierRun>();

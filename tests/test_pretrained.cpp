@@ -93,7 +93,9 @@ TEST_CASE("configs of another family or with options not implemented are refused
     return std::string("accepted");
   };
   CHECK(message(R"({"model_type": "t5"})") ==
-        "config.json: model family 't5' is not supported (model_type must be \"bert\" or \"gpt2\")");
+        "config.json: model family 't5' is not supported (supported architectures: BertModel and its task models, "
+        "GPT2LMHeadModel, LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)");
+  CHECK(message(R"({"model_type": "qwen3"})").find("runs only in attn encode --ids") != std::string::npos);
   CHECK(message(R"({})").find("model family not given") != std::string::npos);
   CHECK(message(R"({"model_type": "bert", "hidden_size": 30, "num_attention_heads": 4})") ==
         "config.json: hidden size 30 is not divisible by 4 heads");

@@ -173,15 +173,6 @@ Tensor run(const PretrainedModel& m, Tensor x, size_t first, const Pass& pass) {
   return logits;
 }
 
-// softmax(logits[b, lengths[b] − 1]) for each row: [B, V].
-Tensor next_token_probs(const Tensor& logits, const std::vector<size_t>& lengths) {
-  const size_t B = logits.shape(0), S = logits.shape(1), V = logits.shape(2);
-  Tensor probs = Tensor::from_shape({B, V});
-  for (size_t b = 0; b < B; ++b) std::copy_n(logits.data() + (b * S + lengths[b] - 1) * V, V, probs.data() + b * V);
-  softmax_rows(probs.data(), B, V);
-  return probs;
-}
-
 void add_to(Tensor& into, const Tensor& t) { attn::add(into.data(), t.data(), into.data(), into.size()); }
 
 // The block's backward, reading what block() saved.
@@ -208,6 +199,14 @@ Tensor block_backward(const PretrainedModel& m, size_t index, const Gpt2BlockSav
 }
 
 }  // namespace
+
+Tensor next_token_probs(const Tensor& logits, const std::vector<size_t>& lengths) {
+  const size_t B = logits.shape(0), S = logits.shape(1), V = logits.shape(2);
+  Tensor probs = Tensor::from_shape({B, V});
+  for (size_t b = 0; b < B; ++b) std::copy_n(logits.data() + (b * S + lengths[b] - 1) * V, V, probs.data() + b * V);
+  softmax_rows(probs.data(), B, V);
+  return probs;
+}
 
 Trace gpt2_forward(const PretrainedModel& m, const PretrainedInput& in, const Hooks* hooks, const LayerStart* start,
                    KeyValueCache* cache) {

@@ -10,6 +10,7 @@
 #include "core/base/json.hpp"
 #include "core/kernels/kernels.hpp"
 #include "core/base/memory.hpp"
+#include "core/model/decoder.hpp"
 #include "core/model/gpt2.hpp"
 #include "core/model/pretrained_parts.hpp"
 
@@ -28,41 +29,12 @@ ModelFamily detect_family(const Json& j, const std::string& file) {
   }
   if (type == "bert") return ModelFamily::bert;
   if (type == "gpt2") return ModelFamily::gpt2;
+  if (is_decoder_config(j))
+    throw InputError(file + ": a Llama-family decoder runs only in attn encode --ids so far (docs/decoders.md)");
   throw InputError(file + ": model family " + (type.empty() ? std::string("not given") : "'" + type + "'") +
-                   " is not supported (model_type must be \"bert\" or \"gpt2\")");
+                   " is not supported (supported architectures: BertModel and its task models, GPT2LMHeadModel, "
+                   "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)");
 }
-
-struct ConfigReader {
-  const Json& j;
-  const std::string& file;
-
-  size_t size(const char* key, size_t fallback, bool positive = true) const {
-    if (!j.contains(key) || j[key].is_null()) return fallback;
-    return json_integer<size_t>(j[key], file + ": '" + key + "'", positive ? 1 : 0, size_t(1) << 30);
-  }
-  double number(const char* key, double fallback) const {
-    if (!j.contains(key)) return fallback;
-    const double x = json_number(j[key], file + ": '" + key + "'");
-    if (!(x > 0)) throw InputError(file + ": '" + key + "' must be a positive number");
-    return x;
-  }
-  double probability(const char* key, double fallback) const {
-    if (!j.contains(key)) return fallback;
-    const double x = json_number(j[key], file + ": '" + key + "'");
-    if (!(x >= 0 && x < 1)) throw InputError(file + ": '" + key + "' must be a probability in [0, 1)");
-    return x;
-  }
-  std::string text(const char* key, const std::string& fallback) const {
-    if (!j.contains(key)) return fallback;
-    if (!j[key].is_string()) throw InputError(file + ": '" + key + "' must be a string");
-    return j[key].get<std::string>();
-  }
-  bool flag(const char* key, bool fallback) const {
-    if (!j.contains(key)) return fallback;
-    if (!j[key].is_boolean()) throw InputError(file + ": '" + key + "' must be true or false");
-    return j[key].get<bool>();
-  }
-};
 
 HiddenAct parse_hidden_act(const std::string& name, const std::string& file, const char* key) {
   if (name == "gelu") return HiddenAct::gelu;
@@ -277,27 +249,6 @@ Tensor resumed(const LayerStart& start, const std::string& stage, Trace& t) {
   return x;
 }
 
-namespace {
-
-// --- forward ---
-
-// Hands each stage under the layer's prefix to the trace (its hooks first, then a copy recorded) and
-// on to the next step.
-struct Recorder {
-  Trace& trace;
-  std::string prefix;
-  Tensor operator()(const std::string& name, Tensor t) const {
-    trace.stage(prefix + name, t);
-    return t;
-  }
-};
-
-// Per (batch, head): scores = QKᵀ ÷ scale, then `mask_scores` (BERT adds its extended mask, GPT-2
-// replaces the future with the lowest float), softmax, · V. Hands on scores and weights as
-// `scores_name` and `weights_name`.
-struct HeadAttention {
-  Tensor scores, weights, context;  // [B, n, S, S], [B, n, S, S], [B, n, S, d]
-};
 HeadAttention attend_heads(const Tensor& q, const Tensor& k, const Tensor& v, float scale,
                            const std::function<void(float* row_scores, size_t b, size_t query)>& mask_scores,
                            const Recorder& rec, const std::string& scores_name, const std::string& weights_name) {
@@ -319,6 +270,11 @@ HeadAttention attend_heads(const Tensor& q, const Tensor& k, const Tensor& v, fl
     matmul(a.weights.data() + head * Sq * Sk, v.data() + head * Sk * d, a.context.data() + head * Sq * d, Sq, Sk, d);
   return a;
 }
+
+
+namespace {
+
+// --- forward ---
 
 Tensor bert_embeddings(const PretrainedModel& m, const PretrainedInput& in, Trace& t) {
   const size_t B = in.batch, S = in.seq, H = m.config.hidden_size;

@@ -148,17 +148,14 @@ PretrainedBatch tokenize_pretrained(const Pretrained& p, const std::vector<std::
   return out;
 }
 
-std::vector<NextToken> next_tokens(const Pretrained& p, const Trace& trace, const PretrainedInput& in, size_t row,
-                                   size_t k, double temperature) {
+std::vector<NextToken> top_next_tokens(const float* logits, size_t V, size_t k, double temperature,
+                                       const std::function<std::string(int64_t)>& label) {
   if (!(temperature > 0) || !std::isfinite(temperature))
     throw InputError("the temperature must be a positive number");
-  const Tensor& logits = trace.at("logits");
-  const size_t V = logits.shape(2);
-  const float* last = logits.data() + (row * in.seq + in.lengths.at(row) - 1) * V;
   std::vector<double> probs(V);
-  const double top = *std::max_element(last, last + V) / temperature;
+  const double top = *std::max_element(logits, logits + V) / temperature;
   double sum = 0;
-  for (size_t v = 0; v < V; ++v) sum += probs[v] = std::exp(last[v] / temperature - top);
+  for (size_t v = 0; v < V; ++v) sum += probs[v] = std::exp(logits[v] / temperature - top);
   std::vector<size_t> order(V);
   std::iota(order.begin(), order.end(), 0);
   k = std::min(k, V);
@@ -166,9 +163,17 @@ std::vector<NextToken> next_tokens(const Pretrained& p, const Trace& trace, cons
   std::vector<NextToken> out;
   for (size_t i = 0; i < k; ++i) {
     const int64_t id = int64_t(order[i]);
-    out.push_back({id, token_label(p, id), probs[order[i]] / sum});
+    out.push_back({id, label(id), probs[order[i]] / sum});
   }
   return out;
+}
+
+std::vector<NextToken> next_tokens(const Pretrained& p, const Trace& trace, const PretrainedInput& in, size_t row,
+                                   size_t k, double temperature) {
+  const Tensor& logits = trace.at("logits");
+  const size_t V = logits.shape(2);
+  const float* last = logits.data() + (row * in.seq + in.lengths.at(row) - 1) * V;
+  return top_next_tokens(last, V, k, temperature, [&p](int64_t id) { return token_label(p, id); });
 }
 
 }  // namespace attn

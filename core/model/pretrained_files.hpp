@@ -2,6 +2,7 @@
 // found by their names, loaded into a model with its own tokenizer, and sentences turned into its input.
 // Both the CLI (a folder or files by name) and the playground (files the user picks) come here.
 #pragma once
+#include <functional>
 #include <optional>
 #include <string>
 #include <variant>
@@ -59,6 +60,10 @@ struct NextToken {
   std::string token;  // readable
   double probability = 0;
 };
+// The k most likely of V next tokens after one position's logits, softmax(logits / temperature), each
+// named by `label`; InputError for a temperature that is not a positive number.
+std::vector<NextToken> top_next_tokens(const float* logits, size_t V, size_t k, double temperature,
+                                       const std::function<std::string(int64_t)>& label);
 // GPT-2's k most likely next tokens after row `row` of a gpt2_forward trace, softmax(logits / temperature).
 std::vector<NextToken> next_tokens(const Pretrained& model, const Trace& trace, const PretrainedInput& input,
                                    size_t row, size_t k, double temperature);

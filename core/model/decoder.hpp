@@ -1,0 +1,88 @@
+// One configurable decoder-only Transformer for the Llama family of Hugging Face checkpoints
+// (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM): RMSNorm, rotary position
+// embeddings (rope_scaling default, linear, dynamic, llama3, yarn), grouped-query attention with an
+// optional sliding window, optional q/k/v biases and per-head q/k norms, a gated SiLU MLP. The families
+// differ only in DecoderConfig's fields, never in code paths of their own; GPT-2 keeps gpt2.cpp.
+// docs/decoders.md lists the stages with the PyTorch code of each.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/base/json.hpp"
+#include "core/io/safetensors.hpp"
+#include "core/model/layers.hpp"
+#include "core/model/trace.hpp"
+
+namespace attn {
+
+enum class RopeType { default_, linear, dynamic, llama3, yarn };
+
+// rope_scaling (or rope_parameters) as transformers' modeling_rope_utils reads it.
+struct RopeScaling {
+  RopeType type = RopeType::default_;
+  double factor = 1.0;
+  double low_freq_factor = 1.0, high_freq_factor = 4.0;  // llama3
+  size_t original_max_positions = 0;                     // llama3 (yarn: the config's max positions)
+  double attention_factor = 0.0;                         // yarn; 0 = 0.1·ln(factor) + 1
+  double beta_fast = 32.0, beta_slow = 1.0;              // yarn
+};
+
+struct DecoderConfig {
+  std::string model_type, architecture;  // "llama", "LlamaForCausalLM"
+  size_t vocab_size = 0, hidden_size = 0, num_layers = 0, intermediate_size = 0, max_positions = 0;
+  size_t num_heads = 0, num_kv_heads = 0, head_dim = 0;  // head_dim: the config's, else hidden / heads
+  double rms_norm_eps = 1e-6, rope_theta = 10000.0, partial_rotary_factor = 1.0;
+  RopeScaling rope;
+  size_t sliding_window = 0;  // 0: none (Mistral's: a key visible when q − window < k ≤ q)
+  bool qkv_bias = false;      // q_proj, k_proj and v_proj have biases (Qwen2; Llama's attention_bias)
+  bool o_bias = false;        // o_proj has one (Llama's and Qwen3's attention_bias)
+  bool qk_norm = false;       // Qwen3: RMSNorm over each head's queries and keys before the rotation
+  bool tie_word_embeddings = false;
+
+  size_t group() const { return num_heads / num_kv_heads; }  // query heads per key/value head
+  size_t rotary_dim() const { return size_t(double(head_dim) * partial_rotary_factor); }
+};
+
+// Whether a config.json names one of these families (model_type or architectures[0]).
+bool is_decoder_config(const Json& json);
+// The config as transformers reads it (missing keys take the family's defaults; old and new spellings
+// of rope_scaling); InputError naming `file` for an unsupported family or option, or a bad value.
+DecoderConfig decoder_config_from_json(const Json& json, const std::string& file);
+
+struct DecoderLayer {
+  Tensor input_norm, post_attention_norm;  // RMSNorm weights [H]
+  Linear q_proj, k_proj, v_proj, o_proj;   // biases empty unless qkv_bias / o_bias
+  Tensor q_norm, k_norm;                   // [head_dim]; empty unless qk_norm
+  Linear gate_proj, up_proj, down_proj;    // no biases
+};
+
+struct DecoderModel {
+  DecoderConfig config;
+  Tensor embed_tokens;  // [V, H]
+  std::vector<DecoderLayer> layers;
+  Tensor norm;                       // model.norm [H]
+  Tensor lm_head;                    // [V, H]; embed_tokens when tied
+  std::vector<std::string> ignored;  // the file's tensors outside the model (rotary buffers, …)
+};
+
+// The model from tensors under Hugging Face's names (model.embed_tokens.weight, …, lm_head.weight);
+// missing and wrongly shaped tensors are one InputError naming `file` and each tensor.
+DecoderModel load_decoder(const DecoderConfig& config, std::vector<NamedTensor> tensors, const std::string& file);
+DecoderModel read_decoder_weights(const DecoderConfig& config, const std::string& path, const std::string& file_name,
+                                  const ReadProgress& progress = nullptr);
+
+// transformers' inv_freq [rotary_dim / 2] and attention factor for this config (modeling_rope_utils).
+struct RotaryFrequencies {
+  std::vector<float> inv_freq;
+  float attention_factor = 1.0f;
+};
+RotaryFrequencies rotary_frequencies(const DecoderConfig& config);
+
+// {Llama,Mistral,Qwen2,Qwen3}ForCausalLM.forward in evaluation mode on ids [batch, seq] (no padding),
+// recording input_ids, model.embed_tokens, model.rotary_emb.{angles,cos,sin}, each layer's
+// model.layers.{i}.… stages (docs/decoders.md), model.norm, logits [B, S, V] and next_token_probs [B, V].
+// InputError for no tokens, an id outside the vocabulary or more positions than max_position_embeddings.
+Trace decoder_forward(const DecoderModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
+                      const Hooks* hooks = nullptr);
+
+}  // namespace attn
