@@ -76,6 +76,26 @@ Inputs read_inputs(const EncodeOptions& o) {
   return in;
 }
 
+// Every stage as PyTorch prints it, after its name and torch.Size.
+void write_stages(std::ostream& out, const Trace& trace) {
+  for (const Stage& s : trace.stages())
+    out << "\n" << s.name << " " << torch_size_repr(Shape(s.value.shape().begin(), s.value.shape().end())) << "\n"
+        << torch_repr(s.value, s.dtype) << "\n";
+}
+
+// Each row's likeliest next tokens: probability, id and, where the model has a tokenizer, the token.
+void write_next_tokens(std::ostream& out, const std::vector<std::vector<NextToken>>& next, const char* row_name,
+                       bool with_tokens) {
+  for (size_t row = 0; row < next.size(); ++row) {
+    out << "\nnext token after " << row_name << " " << row + 1 << ":\n";
+    for (const NextToken& t : next[row]) {
+      char line[64];
+      std::snprintf(line, sizeof line, "%8.4f  %6lld", t.probability, static_cast<long long>(t.id));
+      out << line << (with_tokens ? "  " + t.token : std::string()) << "\n";
+    }
+  }
+}
+
 std::string text_report(const TransformerModel& model, const Inputs& in, const Trace& trace, bool train) {
   const TransformerConfig& c = model.config;
   std::ostringstream out;
@@ -88,9 +108,7 @@ std::string text_report(const TransformerModel& model, const Inputs& in, const T
                 : std::string("evaluation (dropout is the identity)"))
       << "\n";
   for (const auto& tokens : in.tokens) out << python_list_repr(tokens) << "\n";
-  for (const Stage& s : trace.stages())
-    out << "\n" << s.name << " " << torch_size_repr(Shape(s.value.shape().begin(), s.value.shape().end())) << "\n"
-        << torch_repr(s.value, s.dtype) << "\n";
+  write_stages(out, trace);
   return out.str();
 }
 
@@ -236,17 +254,8 @@ std::string pretrained_report(const Pretrained& p, const PretrainedBatch& batch,
     out << "\n";
   }
   for (const auto& tokens : batch.tokens) out << python_list_repr(tokens) << "\n";
-  for (const Stage& s : trace.stages())
-    out << "\n" << s.name << " " << torch_size_repr(Shape(s.value.shape().begin(), s.value.shape().end())) << "\n"
-        << torch_repr(s.value, s.dtype) << "\n";
-  for (size_t row = 0; row < next.size(); ++row) {
-    out << "\nnext token after sentence " << row + 1 << ":\n";
-    for (const NextToken& t : next[row]) {
-      char line[64];
-      std::snprintf(line, sizeof line, "%8.4f  %6lld  ", t.probability, static_cast<long long>(t.id));
-      out << line << t.token << "\n";
-    }
-  }
+  write_stages(out, trace);
+  write_next_tokens(out, next, "sentence", true);
   return out.str();
 }
 
@@ -352,17 +361,8 @@ struct DecoderRun {
       for (const std::string& name : model.ignored) out << " " << name;
       out << "\n";
     }
-    for (const Stage& s : trace.stages())
-      out << "\n" << s.name << " " << torch_size_repr(Shape(s.value.shape().begin(), s.value.shape().end())) << "\n"
-          << torch_repr(s.value, s.dtype) << "\n";
-    for (size_t row = 0; row < next.size(); ++row) {
-      out << "\nnext token after sequence " << row + 1 << ":\n";
-      for (const NextToken& t : next[row]) {
-        char line[64];
-        std::snprintf(line, sizeof line, "%8.4f  %6lld\n", t.probability, static_cast<long long>(t.id));
-        out << line;
-      }
-    }
+    write_stages(out, trace);
+    write_next_tokens(out, next, "sequence", false);
     return out.str();
   }
   std::string json() const {
