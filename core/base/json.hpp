@@ -49,7 +49,8 @@ template <class T, class J>
 T json_integer(const J& value, const std::string& what, T min = std::numeric_limits<T>::min(),
                T max = std::numeric_limits<T>::max()) {
   static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>);
-  if (value.is_number_unsigned()) {
+  // Non-negative: unsigned when parsed, but it may be signed in a Json built in C++ (Json(3)).
+  if (value.is_number_unsigned() || (value.is_number_integer() && value.template get<std::int64_t>() >= 0)) {
     const std::uint64_t u = value.template get<std::uint64_t>();
     if (u <= static_cast<std::uint64_t>(max) && (min <= 0 || u >= static_cast<std::uint64_t>(min))) return static_cast<T>(u);
   } else if (value.is_number_integer()) {  // negative
