@@ -64,7 +64,7 @@ struct HeadsOptions {
   std::string detect = "previous_token,duplicate_token,induction", seq_len, batch, token_range,
               error_measure = "mul";
   SentenceOptions sentences;
-  bool exclude_bos = false, exclude_current_token = false, json = false, quiet = false;
+  bool exclude_bos = false, exclude_current_token = false, composition = false, json = false, quiet = false;
 };
 void add_heads_command(CLI::App& app, HeadsOptions& o);
 

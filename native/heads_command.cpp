@@ -1,8 +1,10 @@
 // attn heads: what kind each attention head is, by TransformerLens's head detectors
 // (core/model/head_detectors.hpp), on repeated random tokens or on sentences.
+#include <algorithm>
 #include <cstdio>
 
 #include "core/base/error.hpp"
+#include "core/model/circuits.hpp"
 #include "core/model/head_detectors.hpp"
 #include "core/model/loaded_model.hpp"
 #include "native/commands.hpp"
@@ -49,13 +51,24 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> framing(const LoadedModel&
 struct Sequences {
   ModelInput input;
   Json about;
+  size_t fitted_half = 0;  // the random half's length when fitted to the model's positions, else 0
 };
 
+// --seq-len, else 20 or as many as fit the model's positions twice (a small trained model has 24).
+size_t random_half(const HeadsOptions& o, const LoadedModel& m, size_t framing_tokens) {
+  if (!o.seq_len.empty()) return parse_size("--seq-len", o.seq_len, 1);
+  const size_t room = m.max_positions() > framing_tokens ? (m.max_positions() - framing_tokens) / 2 : 0;
+  if (room == 0)
+    throw InputError("the model's " + std::to_string(m.max_positions()) + " positions hold no repeated sequence");
+  return std::min<size_t>(20, room);
+}
+
 Sequences random_sequences(const HeadsOptions& o, const LoadedModel& m) {
-  const std::string seq_len = o.seq_len.empty() ? "20" : o.seq_len;
-  const size_t half = parse_size("--seq-len", seq_len, 1), batch = parse_size("--batch", o.batch.empty() ? "4" : o.batch, 1);
-  const TokenRange r = token_range(o, m);
   const auto [before, after] = framing(m);
+  const size_t half = random_half(o, m, before.size() + after.size());
+  const std::string seq_len = std::to_string(half);
+  const size_t batch = parse_size("--batch", o.batch.empty() ? "4" : o.batch, 1);
+  const TokenRange r = token_range(o, m);
   const size_t length = before.size() + 2 * half + after.size();
   if (length > m.max_positions())
     throw InputError("--seq-len " + seq_len + ": the sequences would have " + std::to_string(length) +
@@ -70,9 +83,10 @@ Sequences random_sequences(const HeadsOptions& o, const LoadedModel& m) {
     rows.back().insert(rows.back().end(), ids.begin() + b * 2 * half, ids.begin() + (b + 1) * 2 * half);
     rows.back().insert(rows.back().end(), after.begin(), after.end());
   }
-  Json about = {{"source", "random"}, {"seq_len", half}, {"batch", batch}, {"seed", seed},
+  Json about = {{"source", "random"}, {"seq_len", half}, {"seq_len_fitted", o.seq_len.empty() && half < 20},
+                {"batch", batch}, {"seed", seed},
                 {"token_range", {r.low, r.high}}, {"before", before}, {"after", after}};
-  return {m.from_ids(rows), std::move(about)};
+  return {m.from_ids(rows), std::move(about), o.seq_len.empty() && half < 20 ? half : 0};
 }
 
 std::string scores_table(const HeadScores& s) {
@@ -89,6 +103,38 @@ std::string scores_table(const HeadScores& s) {
     }
   }
   return out + "\nbest: head " + std::to_string(best / s.heads) + "." + std::to_string(best % s.heads) + "\n";
+}
+
+// The earlier head's writing read by the later one, for every pair of layers (core/model/circuits.hpp).
+std::vector<CompositionScores> compositions(const LoadedModel& m) {
+  const std::vector<EncoderLayer>& layers = m.pretrained ? m.pretrained->model.layers : m.classifier->layers;
+  if (layers.size() < 2)
+    throw InputError("--composition: heads compose across layers, and the model has " + std::to_string(layers.size()));
+  const size_t heads = m.pretrained ? m.pretrained->model.config.num_heads : m.classifier->config.num_heads;
+  const bool pre_norm = m.pretrained ? m.pretrained->model.config.family == ModelFamily::gpt2 : m.classifier->config.norm_first;
+  std::vector<CompositionScores> all;
+  for (CompositionKind k : {CompositionKind::q, CompositionKind::k, CompositionKind::v})
+    all.push_back(composition_scores(layers, heads, pre_norm, k));
+  return all;
+}
+
+// The strongest pairs, "0.2 -> 1.3  0.4123" a line (--json has every pair).
+std::string strongest_pairs(const CompositionScores& s, size_t count) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < s.scores.size(); ++i)
+    if (s.scores[i] > 0) order.push_back(i);
+  count = std::min(count, order.size());
+  std::partial_sort(order.begin(), order.begin() + std::ptrdiff_t(count), order.end(),
+                    [&](size_t a, size_t b) { return s.scores[a] > s.scores[b]; });
+  std::string out;
+  char line[64];
+  for (size_t k = 0; k < count; ++k) {
+    const size_t i = order[k], H = s.heads, L = s.layers;
+    std::snprintf(line, sizeof line, "  %zu.%zu -> %zu.%zu  %.4f\n", i / (H * L * H), i / (L * H) % H, i / H % L, i % H,
+                  s.scores[i]);
+    out += line;
+  }
+  return out;
 }
 
 void run(const HeadsOptions& o) {
@@ -110,11 +156,18 @@ void run(const HeadsOptions& o) {
   }
   const ModelStages stages = m.stages();
   const std::vector<HeadScores> scores = detect_heads(stages, m.forward(seq.input), seq.input.ids, seq.input.lengths, kinds, d);
+  const std::vector<CompositionScores> composition = o.composition ? compositions(m) : std::vector<CompositionScores>{};
   const char* measure = d.measure == ErrorMeasure::mul ? "mul" : "abs";
   if (!o.json) {
     std::string out = m.description() + "\n" + std::to_string(seq.input.batch) + " sequence(s) of " +
                       std::to_string(seq.input.seq) + " tokens (" + seq.about["source"].get<std::string>() + ")\n";
+    if (seq.fitted_half)
+      out += "--seq-len " + std::to_string(seq.fitted_half) + ": as many as fit the model's " +
+             std::to_string(m.max_positions()) + " positions twice\n";
     for (const HeadScores& s : scores) out += "\n" + head_kind_name(s.kind) + " (" + measure + "):\n" + scores_table(s);
+    for (const CompositionScores& c : composition)
+      out += "\n" + composition_kind_name(c.kind) + "-composition, the strongest pairs (earlier -> later head):\n" +
+             strongest_pairs(c, 10);
     return print(out);
   }
   seq.about["ids"] = Json::array();
@@ -122,10 +175,11 @@ void run(const HeadsOptions& o) {
     seq.about["ids"].push_back(std::vector<int64_t>(seq.input.ids.begin() + b * seq.input.seq,
                                                     seq.input.ids.begin() + b * seq.input.seq + seq.input.lengths[b]));
   seq.about["tokens"] = seq.input.tokens;
-  print(Json{{"model", m.description()}, {"layers", stages.layers}, {"heads", stages.heads},
+  Json doc{{"model", m.description()}, {"layers", stages.layers}, {"heads", stages.heads},
              {"error_measure", measure}, {"exclude_bos", d.exclude_bos},
-             {"exclude_current_token", d.exclude_current_token}, {"sequences", seq.about}, {"detectors", head_scores_json(scores)}}
-            .dump() + "\n");
+             {"exclude_current_token", d.exclude_current_token}, {"sequences", seq.about}, {"detectors", head_scores_json(scores)}};
+  if (o.composition) doc["composition"] = composition_json(composition);
+  print(doc.dump() + "\n");
 }
 
 }  // namespace
@@ -137,7 +191,7 @@ void add_heads_command(CLI::App& app, HeadsOptions& o) {
   add_pretrained_options(*cmd, o.model);
   add_sentence_options(*cmd, o.sentences, "default: random tokens repeated once");
   cmd->add_option("--detect", o.detect, "head kinds, separated by commas")->capture_default_str();
-  cmd->add_option("--seq-len", o.seq_len, "random tokens before the repeat (the sequence holds them twice; default 20)");
+  cmd->add_option("--seq-len", o.seq_len, "random tokens before the repeat (the sequence holds them twice; default 20, or as many as fit the model's positions)");
   cmd->add_option("--batch", o.batch, "random sequences; the scores are their mean (default 4)");
   cmd->add_option("--token-range", o.token_range, "LOW:HIGH: the ids the random tokens are drawn from (high excluded; "
                                                   "default: every ordinary token)");
@@ -146,6 +200,8 @@ void add_heads_command(CLI::App& app, HeadsOptions& o) {
       ->capture_default_str();
   cmd->add_flag("--exclude-bos", o.exclude_bos, "leave out the attention to the first position");
   cmd->add_flag("--exclude-current-token", o.exclude_current_token, "leave out each position's attention to itself");
+  cmd->add_flag("--composition", o.composition, "also Q-, K- and V-composition scores between heads of different "
+                                                "layers (TransformerLens's all_composition_scores)");
   cmd->add_flag("--json", o.json, "print the scores as [layer][head] arrays in one JSON document");
   add_download_quiet_flag(*cmd, o.quiet);
   cmd->callback([&o] {

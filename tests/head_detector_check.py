@@ -99,6 +99,69 @@ def expected_scores(weights, rows, kinds, options):
     return out
 
 
+# TransformerLens's all_composition_scores (HookedTransformer.py, utils.composition_scores) on the
+# weights its from_pretrained holds by default: a pre-norm model's ln_1 scale folded into W_Q, W_K and
+# W_V (fold_ln) and W_O centred over d_model (center_writing_weights); full d_model x d_model products.
+def head_matrices(state, config):
+    d, H = config["n_embd"] if "n_embd" in config else config["hidden_size"], config.get("n_head", config.get("num_attention_heads"))
+    dh = d // H
+    W = {k: [] for k in "QKVO"}
+    for layer in range(config.get("n_layer", config.get("num_hidden_layers"))):
+        if config["model_type"] == "gpt2":
+            p = f"h.{layer}."
+            c_attn, ln = state[p + "attn.c_attn.weight"].double(), state[p + "ln_1.weight"].double()
+            proj = state[p + "attn.c_proj.weight"].double()  # Conv1D: [in, out]
+            read = lambda k, h: c_attn[:, k * d + h * dh:k * d + (h + 1) * dh] * ln[:, None]
+            write = lambda h: proj[h * dh:(h + 1) * dh, :] - proj[h * dh:(h + 1) * dh, :].mean(-1, keepdim=True)
+        else:
+            p = f"encoder.layer.{layer}.attention."
+            lin = [state[p + f"self.{n}.weight"].double() for n in ("query", "key", "value")]  # [out, in]
+            dense = state[p + "output.dense.weight"].double()
+            read = lambda k, h: lin[k][h * dh:(h + 1) * dh, :].T
+            write = lambda h: dense[:, h * dh:(h + 1) * dh].T
+        for k, name in enumerate("QKV"):
+            W[name].append(torch.stack([read(k, h) for h in range(H)]))
+        W["O"].append(torch.stack([write(h) for h in range(H)]))
+    return {k: torch.stack(v) for k, v in W.items()}  # [L, H, d, dh]; O: [L, H, dh, d]
+
+
+def composition_reference(W, mode):
+    ov = W["V"] @ W["O"]
+    qk = W["Q"] @ W["K"].transpose(-1, -2)
+    right = {"Q": qk, "K": qk.transpose(-1, -2), "V": ov}[mode]
+    left, right = ov[:, :, None, None], right[None, None]
+    fro = lambda m: torch.linalg.matrix_norm(m, "fro")
+    scores = fro(left @ right) / fro(left) / fro(right)
+    L = ov.shape[0]
+    mask = torch.arange(L)[:, None, None, None] < torch.arange(L)[None, None, :, None]
+    return torch.where(mask, scores, torch.zeros_like(scores))
+
+
+def composition_case(attn, case, folder):
+    config, model = I.pretrained_model(folder)
+    state = {k.removeprefix("transformer.").removeprefix("bert."): v for k, v in model.state_dict().items()}
+    ours = attn_heads(attn, ["--model-dir", str(folder), "--seq-len", "4", "--composition"])["composition"]
+    W = head_matrices(state, config)
+    for mode in "QKV":
+        theirs = composition_reference(W, mode)
+        got = torch.tensor(ours[mode]["scores"], dtype=torch.float64)
+        error = float((got - theirs).abs().max())
+        check(got.shape == theirs.shape and error <= TOLERANCE and theirs.max() > 0,
+              f"{case}: {mode}-composition of every pair of heads equals TransformerLens's all_composition_scores "
+              f"(largest error {error:.1e}, largest score {float(theirs.max()):.3f})")
+
+
+def fitted_case(attn, tmp):
+    """A model of 24 positions (the induction task's): the default sequences fit it, and say so."""
+    folder = tmp / "induction"
+    subprocess.run([attn, "train", "--task", "induction", "--steps", "1", "--save-model-dir", str(folder), "--quiet"],
+                   check=True, timeout=300)
+    ours = attn_heads(attn, ["--model-dir", str(folder)])
+    s = ours["sequences"]
+    check(s["seq_len"] == 11 and s["seq_len_fitted"] and all(len(r) == 23 for r in s["ids"]),
+          f"attn heads on a model of 24 positions: --seq-len {s['seq_len']} fitted (<|endoftext|> + 2 x 11 tokens)")
+
+
 # ------------------------------------------------------------------ the cases
 
 def attn_heads(attn, args):
@@ -185,6 +248,9 @@ def main(attn):
         classifier_case(attn, tmp, "classifier causal", small, "causal", ["--seq-len", "10", "--batch", "2"], mul)
         classifier_case(attn, tmp, "classifier padding, token range", small, "padding",
                         ["--seq-len", "8", "--token-range", "5:12"], (False, True, "mul"))
+        composition_case(attn, "gpt2 (pre-norm: ln_1 folded, W_O centred)", gpt2)
+        composition_case(attn, "bert (post-norm: the weights as they are)", bert)
+        fitted_case(attn, tmp)
         # The scores mean what they say: a causal attention that is exactly the previous-token pattern
         # (TransformerLens's own check) is worth 1; here GPT-2's random heads are far from it.
         ours = attn_heads(attn, ["--model-dir", str(gpt2), "--seq-len", "12"])

@@ -1,0 +1,157 @@
+#include "core/model/circuits.hpp"
+
+#include <cmath>
+
+namespace attn {
+
+namespace {
+
+// A head's d_model × d_model circuit X·Yᵀ in factored form: Xᵀ and Yᵀ, each [d_head, d_model] in rows
+// (X = W_Q, W_K or W_V: [d_model, d_head]; Y = W_Oᵀ). Its norms and products need only d_head × d_head
+// Gram matrices, never a d_model × d_model one: GPT-2 small's 9,504 pairs of heads take seconds.
+struct Factored {
+  std::vector<double> xt, yt;  // [d_head, d_model] each
+};
+
+struct HeadWeights {
+  std::vector<double> q, k, v, o;  // W_Qᵀ, W_Kᵀ, W_Vᵀ, W_O: [d_head, d_model] each
+};
+
+double dot(const double* a, const double* b, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// [d_head, d_head]: A·Bᵀ of two [d_head, d_model] matrices.
+std::vector<double> products(const std::vector<double>& a, const std::vector<double>& b, size_t dh, size_t d) {
+  std::vector<double> m(dh * dh);
+  for (size_t i = 0; i < dh; ++i)
+    for (size_t j = 0; j < dh; ++j) m[i * dh + j] = dot(&a[i * d], &b[j * d], d);
+  return m;
+}
+
+// Rows h·d_head … of an nn.Linear weight [out, in] (a head's W_Qᵀ, W_Kᵀ or W_Vᵀ), each input column
+// scaled by the LayerNorm before it (folded in) when there is one.
+std::vector<double> reading_rows(const Tensor& weight, size_t h, size_t dh, const Tensor* norm) {
+  const size_t d = weight.shape()[1];
+  std::vector<double> rows(dh * d);
+  for (size_t a = 0; a < dh; ++a)
+    for (size_t i = 0; i < d; ++i)
+      rows[a * d + i] = double(weight(h * dh + a, i)) * (norm ? double((*norm)(i)) : 1.0);
+  return rows;
+}
+
+// A head's W_O [d_head, d_model] from the output projection's columns h·d_head …, each row centred
+// over d_model when the model is pre-norm (TransformerLens's center_writing_weights).
+std::vector<double> writing_rows(const Tensor& weight, size_t h, size_t dh, bool centre) {
+  const size_t d = weight.shape()[0];
+  std::vector<double> rows(dh * d);
+  for (size_t a = 0; a < dh; ++a) {
+    double mean = 0;
+    for (size_t j = 0; j < d; ++j) mean += rows[a * d + j] = double(weight(j, h * dh + a));
+    mean /= double(d);
+    if (centre)
+      for (size_t j = 0; j < d; ++j) rows[a * d + j] -= mean;
+  }
+  return rows;
+}
+
+std::vector<std::vector<HeadWeights>> head_weights(const std::vector<EncoderLayer>& layers, size_t H, bool pre_norm) {
+  std::vector<std::vector<HeadWeights>> all;
+  for (const EncoderLayer& l : layers) {
+    const size_t dh = l.query.weight.shape()[0] / H;
+    const Tensor* norm = pre_norm ? &l.norm1.weight : nullptr;
+    std::vector<HeadWeights>& heads = all.emplace_back(H);
+    for (size_t h = 0; h < H; ++h)
+      heads[h] = {reading_rows(l.query.weight, h, dh, norm), reading_rows(l.key.weight, h, dh, norm),
+                  reading_rows(l.value.weight, h, dh, norm), writing_rows(l.output.weight, h, dh, pre_norm)};
+  }
+  return all;
+}
+
+// Σ of the element-wise product of two [n, n] matrices: trace(Aᵀ·B).
+double frobenius_inner(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+// [n, n] product of two [n, n] matrices.
+std::vector<double> matmul(const std::vector<double>& a, const std::vector<double>& b, size_t n) {
+  std::vector<double> c(n * n, 0.0);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t k = 0; k < n; ++k)
+      for (size_t j = 0; j < n; ++j) c[i * n + j] += a[i * n + k] * b[k * n + j];
+  return c;
+}
+
+Factored right_circuit(const HeadWeights& w, CompositionKind kind) {
+  switch (kind) {
+    case CompositionKind::q: return {w.q, w.k};
+    case CompositionKind::k: return {w.k, w.q};
+    case CompositionKind::v: return {w.v, w.o};
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string composition_kind_name(CompositionKind kind) {
+  switch (kind) {
+    case CompositionKind::q: return "Q";
+    case CompositionKind::k: return "K";
+    case CompositionKind::v: return "V";
+  }
+  return "";
+}
+
+// ‖X1·Y1ᵀ·X2·Y2ᵀ‖² = trace(Mᵀ·G1·M·G2) with M = Y1ᵀ·X2, G1 = X1ᵀ·X1 and G2 = Y2ᵀ·Y2 (all d_head square);
+// ‖X·Yᵀ‖² = trace(XᵀX·YᵀY).
+CompositionScores composition_scores(const std::vector<EncoderLayer>& layers, size_t num_heads, bool pre_norm,
+                                     CompositionKind kind) {
+  const size_t L = layers.size(), H = num_heads;
+  CompositionScores out{kind, L, H, std::vector<double>(L * H * L * H, 0.0)};
+  if (L == 0) return out;
+  const auto w = head_weights(layers, H, pre_norm);
+  const size_t d = layers[0].query.weight.shape()[1], dh = w[0][0].q.size() / d;
+  for (size_t l1 = 0; l1 < L; ++l1)
+    for (size_t h1 = 0; h1 < H; ++h1) {
+      const HeadWeights& a = w[l1][h1];  // OV: X = W_V, Y = W_Oᵀ
+      const std::vector<double> g1 = products(a.v, a.v, dh, d);
+      const double left = std::sqrt(frobenius_inner(g1, products(a.o, a.o, dh, d)));
+      for (size_t l2 = l1 + 1; l2 < L; ++l2)
+        for (size_t h2 = 0; h2 < H; ++h2) {
+          const Factored b = right_circuit(w[l2][h2], kind);
+          const std::vector<double> g2 = products(b.yt, b.yt, dh, d), m = products(a.o, b.xt, dh, d);
+          const double right = std::sqrt(frobenius_inner(products(b.xt, b.xt, dh, d), g2));
+          const double both = std::sqrt(std::max(0.0, frobenius_inner(matmul(g1, m, dh), matmul(m, g2, dh))));
+          out.scores[((l1 * H + h1) * L + l2) * H + h2] = left > 0 && right > 0 ? both / (left * right) : 0.0;
+        }
+    }
+  return out;
+}
+
+Json composition_json(const std::vector<CompositionScores>& scores) {
+  Json out = Json::object();
+  for (const CompositionScores& s : scores) {
+    Json l1s = Json::array();
+    for (size_t l1 = 0; l1 < s.layers; ++l1) {
+      Json h1s = Json::array();
+      for (size_t h1 = 0; h1 < s.heads; ++h1) {
+        Json l2s = Json::array();
+        for (size_t l2 = 0; l2 < s.layers; ++l2) {
+          Json h2s = Json::array();
+          for (size_t h2 = 0; h2 < s.heads; ++h2) h2s.push_back(s.at(l1, h1, l2, h2));
+          l2s.push_back(std::move(h2s));
+        }
+        h1s.push_back(std::move(l2s));
+      }
+      l1s.push_back(std::move(h1s));
+    }
+    out[composition_kind_name(s.kind)] = {{"axes", {"layer", "head", "layer", "head"}}, {"scores", std::move(l1s)}};
+  }
+  return out;
+}
+
+}  // namespace attn
