@@ -10,6 +10,7 @@
 #include "core/base/memory.hpp"
 #include "core/io/npy.hpp"
 #include "core/text/tokenizer.hpp"
+#include "core/text/tokenizer_json.hpp"
 #include "core/torch/torch_print.hpp"
 #include "core/model/transformer.hpp"
 #include "core/model/tutorial.hpp"
@@ -342,11 +343,13 @@ void run_pretrained(const EncodeOptions& o, const PretrainedFiles& files) {
        o.json, o.result);
 }
 
-// --- a decoder of the Llama family (core/model/decoder.hpp): token ids only until tokenizer.json is read ---
+// --- a decoder of the Llama family (core/model/decoder.hpp), its folder's tokenizer.json when it has one ---
 
 struct DecoderRun {
   DecoderModel model;
+  std::optional<JsonTokenizer> tokenizer;
   std::vector<std::vector<int64_t>> rows;
+  std::vector<std::vector<std::string>> tokens;  // each row's labels, when the tokenizer made the rows
   Trace trace;
   std::vector<std::vector<NextToken>> next;
 
@@ -361,8 +364,9 @@ struct DecoderRun {
       for (const std::string& name : model.ignored) out << " " << name;
       out << "\n";
     }
+    for (const auto& row : tokens) out << python_list_repr(row) << "\n";
     write_stages(out, trace);
-    write_next_tokens(out, next, "sequence", false);
+    write_next_tokens(out, next, "sequence", tokenizer.has_value());
     return out.str();
   }
   std::string json() const {
@@ -374,26 +378,43 @@ struct DecoderRun {
                   {"num_key_value_heads", c.num_kv_heads}, {"head_dim", c.head_dim}, {"num_layers", c.num_layers},
                   {"intermediate_size", c.intermediate_size}, {"max_positions", c.max_positions}}},
                 {"ignored", model.ignored},
-                {"input_ids", rows},
-                {"stages", stages_json(trace)},
-                {"next_tokens", next_tokens_json(next)}};
+                {"input_ids", rows}};
+    if (!tokens.empty()) doc["tokens"] = tokens;
+    doc["stages"] = stages_json(trace);
+    doc["next_tokens"] = next_tokens_json(next);
     return doc.dump();
+  }
+  // A next token's label: none without a tokenizer, "<id N>" for a row of the embedding beyond its vocabulary.
+  std::string label(int64_t id) const {
+    if (!tokenizer) return std::string();
+    return size_t(id) < tokenizer->size() ? tokenizer->label(id) : "<id " + std::to_string(id) + ">";
   }
 };
 
-// --ids rows of one length: the decoder runs without padding.
-std::vector<std::vector<int64_t>> decoder_rows(const EncodeOptions& o) {
-  if (o.ids.empty())
-    throw InputError("this model's tokenizer (tokenizer.json) is not supported yet: give token ids with --ids \"1 2 3\"");
-  if (!o.sentences.sentences.empty() || !o.sentences.sentences_file.empty())
-    throw InputError("--sentence needs the model's tokenizer (tokenizer.json), which is not supported yet: use --ids");
-  std::vector<std::vector<int64_t>> rows;
-  for (size_t r = 0; r < o.ids.size(); ++r) {
-    rows.push_back(parse_id_list(o.ids[r], r + 1));
-    if (rows.back().size() != rows[0].size())
-      throw InputError("--ids sequences must have one length for this model (no padding yet)");
+// The rows, of one length (the decoder runs without padding): --ids, or the sentences through the
+// folder's tokenizer.json (its BOS included), with their tokens' labels.
+void decoder_rows(const EncodeOptions& o, DecoderRun& run) {
+  const bool sentences = !o.sentences.sentences.empty() || !o.sentences.sentences_file.empty();
+  if (sentences && !o.ids.empty()) throw InputError("give --sentence or --ids, not both");
+  if (sentences && !run.tokenizer)
+    throw InputError("--sentence needs the model's tokenizer.json, which its folder lacks: give token ids with --ids");
+  if (!sentences && o.ids.empty())
+    throw InputError(run.tokenizer ? "give a sentence (--sentence TEXT) or token ids (--ids \"1 2 3\")"
+                                   : "this model's folder has no tokenizer.json: give token ids with --ids \"1 2 3\"");
+  if (sentences) {
+    for (const std::string& sentence : o.sentences.resolve({})) {
+      run.rows.push_back(run.tokenizer->encode(sentence).ids);
+      run.tokens.emplace_back();
+      for (int64_t id : run.rows.back()) run.tokens.back().push_back(run.tokenizer->label(id));
+    }
   }
-  return rows;
+  for (size_t r = 0; r < o.ids.size(); ++r) run.rows.push_back(parse_id_list(o.ids[r], r + 1));
+  for (const auto& row : run.rows) {
+    if (row.empty()) throw InputError("a sentence gave no tokens");
+    if (row.size() != run.rows[0].size())
+      throw InputError("the sequences must have one length for this model (no padding yet): " +
+                       std::to_string(run.rows[0].size()) + " and " + std::to_string(row.size()) + " tokens");
+  }
 }
 
 void run_decoder(const EncodeOptions& o, const PretrainedFiles& files, const Json& config_json) {
@@ -404,7 +425,8 @@ void run_decoder(const EncodeOptions& o, const PretrainedFiles& files, const Jso
   const size_t k = parse_size("--top-k", o.top_k, 1);
   const double temperature = parse_number("--temperature", o.temperature);
   auto run = std::make_shared<DecoderRun>();
-  run->rows = decoder_rows(o);
+  if (!files.tokenizer_json.empty()) run->tokenizer = JsonTokenizer::from_file(files.tokenizer_json);
+  decoder_rows(o, *run);
   const std::string config_name = std::filesystem::path(files.config).filename().string();
   const std::string weights_name = std::filesystem::path(files.weights).filename().string();
   run->model = read_decoder_weights(decoder_config_from_json(config_json, config_name), files.weights, weights_name);
@@ -416,9 +438,10 @@ void run_decoder(const EncodeOptions& o, const PretrainedFiles& files, const Jso
   const size_t V = logits.shape(2);
   for (size_t row = 0; row < batch; ++row)
     run->next.push_back(top_next_tokens(logits.data() + (row * seq + seq - 1) * V, V, k, temperature,
-                                        [](int64_t) { return std::string(); }));
+                                        [run](int64_t id) { return run->label(id); }));
   if (!o.save_npy.empty()) save_npy_dir(o.save_npy, run->trace);
-  emit({std::shared_ptr<const Trace>(run, &run->trace), {}, [run] { return run->json(); }, [run] { return run->text(); }},
+  emit({std::shared_ptr<const Trace>(run, &run->trace), run->tokens, [run] { return run->json(); },
+        [run] { return run->text(); }},
        o.json, o.result);
 }
 

@@ -4,8 +4,8 @@ namespace attn::cli {
 
 void add_pretrained_options(CLI::App& cmd, ModelOptions& o) {
   auto* dir = cmd.add_option("--model-dir", o.model_dir,
-                             "a Hugging Face BERT or GPT-2 folder: config.json, model.safetensors, vocab.txt (BERT) "
-                             "or vocab.json + merges.txt (GPT-2), optional tokenizer_config.json");
+                             "a Hugging Face folder: config.json, model.safetensors, vocab.txt (BERT), vocab.json + "
+                             "merges.txt (GPT-2) or tokenizer.json (the Llama family), optional tokenizer_config.json");
   cmd.add_option("--model", o.model_name,
                  "NAME[@REVISION]: a local folder, else a Hugging Face Hub repository (e.g. openai-community/gpt2) "
                  "downloaded into the Hub's cache (docs/hub.md)")

@@ -60,6 +60,10 @@ fi
 # into the engine natively and in WebAssembly alike, so both tokenise with the same Unicode tables.
 fetch_source utf8proc=2.8.0-1 bookworm "$deps/utf8proc"
 test -f "$deps/utf8proc/utf8proc.c" && test -f "$deps/utf8proc/utf8proc_data.c"
+# PCRE2's sources (tokenizer.json's Split and Replace patterns: Unicode classes, lookahead), compiled into
+# the engine natively and in WebAssembly alike (core/text/regex.hpp says why PCRE2).
+fetch_source pcre2=10.42-1 bookworm "$deps/pcre2"
+test -f "$deps/pcre2/src/pcre2_compile.c"
 # The independent tokenizers tests/tokenizers/check.mjs compares with (exact versions from its lock file).
 if [ ! -d "$root/tests/tokenizers/node_modules/gpt-3-encoder" ]; then
   (cd "$root/tests/tokenizers" && npm ci --no-audit --no-fund --loglevel=error)

@@ -79,15 +79,25 @@ attn_cli_case(encode_gpt2_next 0 "GPT2LMHeadModel \\(gpt2\\).*logits torch.Size\
 attn_cli_case(encode_gpt2_by_name 0 "\"next_tokens\":\\[\\[\\{\"id\":[0-9]+,\"token\":"
               encode --config "${pre}/gpt2_tiny/config.json" --weights "${pre}/gpt2_tiny/model.safetensors"
               --vocab "${pre}/gpt2_tiny/vocab.json" --merges "${pre}/gpt2_tiny/merges.txt" --sentence "the dog" --json)
-# The Llama family's decoder (tests/torchgen/decoder.py): token ids only until tokenizer.json is read.
+# The Llama family's decoder (tests/torchgen/decoder.py): token ids, or sentences through the folder's
+# tokenizer.json (llama_tiny's is shaped as Llama 2's: <s> from its post-processor, ▁ for spaces).
 attn_cli_case(decoder_encode 0 "LlamaForCausalLM \\(llama\\): 2 layers, hidden 32, 4 query heads on 2 key/value heads of 8.*model.layers.1.self_attn.keys_rotated torch.Size\\(\\[2, 2, 4, 8\\]\\).*logits torch.Size\\(\\[2, 4, 64\\]\\).*next token after sequence 2:\n +0\\.[0-9]+ +[0-9]+\n"
               encode --model-dir "${pre}/llama3_gqa" --ids "5 17 42 3" --ids "1 2 3 4" --top-k 2)
 attn_cli_case(decoder_json 0 "^\\{\"family\":\"qwen3\",\"architecture\":\"Qwen3ForCausalLM\".*\"name\":\"model.layers.0.self_attn.q_norm\",\"shape\":\\[1,4,3,16\\]"
               encode --model-dir "${pre}/qwen3_norm" --ids "1 2 3" --json)
-attn_cli_case(decoder_sentence 2 "tokenizer.json\\), which is not supported yet: use --ids"
+attn_cli_case(decoder_sentence 0 "^LlamaForCausalLM \\(llama\\).*\n\\['<s>', '▁the', '▁cat', '▁sat'\\]\n\\['<s>', '▁a', '▁dog', '▁ran'\\]\n.*logits torch.Size\\(\\[2, 4, 64\\]\\).*next token after sequence 2:\n +0\\.[0-9]+ +[0-9]+  [^\n]+\n"
+              encode --model-dir "${pre}/llama_tiny" --sentence "the cat sat" --sentence "a dog ran" --top-k 2)
+attn_cli_case(decoder_sentence_json 0 "\"input_ids\":\\[\\[1,[0-9,]+\\]\\],\"tokens\":\\[\\[\"<s>\",\"▁the\",\"▁cat\"\\]\\]"
+              encode --model-dir "${pre}/llama_tiny" --sentence "the cat" --json)
+attn_cli_case(decoder_sentence_and_ids 2 "give --sentence or --ids, not both"
               encode --model-dir "${pre}/llama_tiny" --sentence "the cat" --ids "1 2")
-attn_cli_case(decoder_no_ids 2 "tokenizer \\(tokenizer.json\\) is not supported yet: give token ids with --ids"
-              encode --model-dir "${pre}/llama_tiny")
+attn_cli_case(decoder_no_input 2 "give a sentence \\(--sentence TEXT\\) or token ids" encode --model-dir "${pre}/llama_tiny")
+attn_cli_case(decoder_lengths 2 "the sequences must have one length for this model \\(no padding yet\\): 3 and 4 tokens"
+              encode --model-dir "${pre}/llama_tiny" --sentence "the cat" --sentence "a dog ran")
+attn_cli_case(decoder_no_tokenizer 2 "--sentence needs the model's tokenizer.json, which its folder lacks: give token ids with --ids"
+              encode --model-dir "${pre}/mistral_window" --sentence "the cat")
+attn_cli_case(decoder_no_ids 2 "this model's folder has no tokenizer.json: give token ids with --ids"
+              encode --model-dir "${pre}/mistral_window")
 attn_cli_case(decoder_id_outside 2 "token id 64 is outside the model's 64 rows" encode --model-dir "${pre}/mistral_window" --ids "1 64")
 attn_cli_case(encode_gpt2_temperature 2 "temperature must be a positive number"
               encode --model-dir "${pre}/gpt2_tiny" --sentence "the dog" --temperature 0)

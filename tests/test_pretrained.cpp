@@ -177,14 +177,14 @@ TEST_CASE("generate settings from JSON: attn generate's defaults, strict types",
   CHECK_THROWS_WITH(generate_settings(Json::parse("[1]")), Catch::Contains("generate expects an object"));
   // An empty prompt (which a command line cannot pass through CTest) is refused by name.
   const std::string d = dir + "gpt2_tiny/";
-  const Pretrained p = load_pretrained_files({d + "config.json", d + "model.safetensors", d + "vocab.json", d + "merges.txt", ""});
+  const Pretrained p = load_pretrained_files({d + "config.json", d + "model.safetensors", d + "vocab.json", d + "merges.txt", "", ""});
   CHECK_THROWS_WITH(generate(p, "", 3, {}), Catch::Contains("the prompt is empty"));
   CHECK(generate(p, "the", 3, {}).tokens.size() == 3);
 }
 
 TEST_CASE("generate a token at a time: the same tokens, and each one's candidates", "[generate]") {
   const std::string d = dir + "gpt2_tiny/";
-  const Pretrained p = load_pretrained_files({d + "config.json", d + "model.safetensors", d + "vocab.json", d + "merges.txt", ""});
+  const Pretrained p = load_pretrained_files({d + "config.json", d + "model.safetensors", d + "vocab.json", d + "merges.txt", "", ""});
   const SamplingOptions o{0.8, 20, 0.9, 5};
   const Generation whole = generate(p, "hello world", 6, o);
   TokenGenerator g(p, "hello world", 6, o);

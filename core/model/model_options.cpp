@@ -69,7 +69,7 @@ std::optional<PretrainedFiles> pretrained_files(const ModelOptions& o) {
   for (const auto& [flag, given] : classifier_only)
     if (given) throw InputError(std::string(flag) + " is an option of the tutorial's classifier, not of a checkpoint "
                                 "(its config.json says what it is; BERT masks padding, GPT-2 the future)");
-  if (by_name) return PretrainedFiles{o.config_file, o.weights, o.vocab, o.merges, ""};
+  if (by_name) return PretrainedFiles{o.config_file, o.weights, o.vocab, o.merges, "", ""};
   if (!o.config_file.empty() || !o.weights.empty() || !o.vocab.empty() || !o.merges.empty())
     throw InputError("--model-dir takes the folder's config.json, weights and tokenizer files: drop --config, "
                      "--weights, --vocab and --merges, or name the files without --model-dir");

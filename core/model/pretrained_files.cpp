@@ -62,6 +62,7 @@ PretrainedFiles sort_pretrained_files(const std::vector<std::string>& paths) {
     else if (name == "vocab.txt" || name == "vocab.json") assign(f.vocab, path, "vocabulary");
     else if (name == "merges.txt") assign(f.merges, path, "merges");
     else if (name == "tokenizer_config.json") assign(f.tokenizer_config, path, "tokenizer config");
+    else if (name == "tokenizer.json") assign(f.tokenizer_json, path, "tokenizer (tokenizer.json)");
     else if (ends_with(name, ".bin") || ends_with(name, ".pt") || ends_with(name, ".pth")) pickle = name;
   }
   if (f.weights.empty() && !pickle.empty())

@@ -16,10 +16,12 @@ namespace attn {
 
 struct PretrainedFiles {
   std::string config, weights, vocab, merges, tokenizer_config;  // paths; vocab: vocab.txt or vocab.json
+  std::string tokenizer_json;  // the Llama family's tokenizer (core/text/tokenizer_json.hpp)
 };
 
 // Sorts paths by file name: config.json, *.safetensors, vocab.txt / vocab.json, merges.txt,
-// tokenizer_config.json; other files (tokenizer.json, special_tokens_map.json, …) are not needed. A
+// tokenizer_config.json, tokenizer.json (read for the Llama family's decoders; BERT and GPT-2 read
+// their own files); other files (special_tokens_map.json, …) are not needed. A
 // pytorch_model.bin (or any .bin / .pt / .pth) without safetensors is an InputError saying how to
 // convert it; so is a missing config or weights file.
 PretrainedFiles sort_pretrained_files(const std::vector<std::string>& paths);

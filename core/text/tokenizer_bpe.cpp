@@ -39,11 +39,7 @@ const std::unordered_map<std::string, unsigned char>& symbol_bytes() {
   return bytes;
 }
 
-// JavaScript's \s (WhiteSpace and LineTerminator): Python's `regex` differs at U+0085 and U+FEFF.
-bool is_space(char32_t c) {
-  return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
-         c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000 || c == 0xFEFF;
-}
+bool is_space(char32_t c) { return utf8::is_js_space(c); }
 bool is_letter(char32_t c) { return utf8::category(c) == utf8::Category::letter; }
 bool is_number(char32_t c) { return utf8::category(c) == utf8::Category::number; }
 bool is_other(char32_t c) { return !is_space(c) && !is_letter(c) && !is_number(c); }
@@ -80,16 +76,7 @@ std::vector<std::string> read_vocab(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw InputError("vocabulary '" + path + "' is not valid JSON: " + std::string(e.what()));
   }
-  if (!j.is_object() || j.empty()) throw InputError("vocabulary '" + path + "' must be a JSON object {token: id}");
-  std::vector<std::string> tokens(j.size());
-  std::vector<bool> seen(j.size(), false);
-  for (const auto& [token, id] : j.items()) {
-    const auto i = json_integer<size_t>(id, path + ": the id of '" + token + "'", 0, j.size() - 1);
-    if (seen[i]) throw InputError(path + ": id " + std::to_string(i) + " is given to two tokens");
-    seen[i] = true;
-    tokens[i] = token;
-  }
-  return tokens;
+  return tokens_by_id(j, "vocabulary '" + path + "'");
 }
 
 std::vector<std::pair<std::string, std::string>> read_merges(const std::string& path) {
@@ -112,16 +99,34 @@ std::vector<std::pair<std::string, std::string>> read_merges(const std::string& 
 
 }  // namespace
 
+std::vector<std::string> tokens_by_id(const nlohmann::json& j, const std::string& what) {
+  if (!j.is_object() || j.empty()) throw InputError(what + " must be a JSON object {token: id}");
+  std::vector<std::string> tokens(j.size());
+  std::vector<bool> seen(j.size(), false);
+  for (const auto& [token, id] : j.items()) {
+    const auto i = json_integer<size_t>(id, what + ": the id of '" + token + "'", 0, j.size() - 1);
+    if (seen[i]) throw InputError(what + ": id " + std::to_string(i) + " is given to two tokens");
+    seen[i] = true;
+    tokens[i] = token;
+  }
+  return tokens;
+}
+
+size_t BytePairTokenizer::PairHash::operator()(const std::pair<std::string, std::string>& p) const {
+  const std::hash<std::string> h;
+  return h(p.first) * 31 + h(p.second);
+}
+
 BytePairTokenizer::BytePairTokenizer(std::vector<std::string> tokens,
-                                     std::vector<std::pair<std::string, std::string>> merges)
-    : tokens_(std::move(tokens)) {
+                                     std::vector<std::pair<std::string, std::string>> merges, BpeOptions options)
+    : tokens_(std::move(tokens)), options_(std::move(options)) {
   for (size_t id = 0; id < tokens_.size(); ++id) {
     ids_[tokens_[id]] = int64_t(id);
     const std::string& t = tokens_[id];
     if (t.size() > 4 && t.rfind("<|", 0) == 0 && t.compare(t.size() - 2, 2, "|>") == 0) specials_.push_back(t);
   }
   for (size_t rank = 0; rank < merges.size(); ++rank)
-    ranks_.emplace(merges[rank].first + " " + merges[rank].second, rank);  // a repeated pair keeps its first rank
+    ranks_.emplace(merges[rank], rank);  // a repeated pair keeps its first rank
   merges_ = std::move(merges);
 }
 
@@ -180,10 +185,11 @@ const std::string& BytePairTokenizer::token(int64_t id) const {
 // encoder.py's bpe(): merge the lowest-ranked adjacent pair everywhere (left to right), until no pair
 // has a rank. Done with a heap of pairs by (rank, position), one rank's occurrences per round, so a
 // long word costs O(n log n) instead of the reference's O(n²) (a pasted 100,000-letter word would hang).
-std::vector<std::string> BytePairTokenizer::merge(const std::string& piece) const {
-  const size_t n = piece.size();
+// Hugging Face's tokenizers merges the same way (lowest rank, then leftmost first).
+std::vector<std::string> BytePairTokenizer::merge(const std::string& text) const {
   std::vector<std::string> word;
-  for (unsigned char b : piece) word.push_back(byte_symbols()[b]);
+  for (char32_t c : utf8::decode(text, "a word")) word.push_back(utf8::encode(std::u32string(1, c)));
+  const size_t n = word.size();
   std::vector<size_t> next(n), prev(n);
   std::vector<bool> alive(n, true);
   for (size_t i = 0; i < n; ++i) next[i] = i + 1, prev[i] = i == 0 ? SIZE_MAX : i - 1;
@@ -191,7 +197,7 @@ std::vector<std::string> BytePairTokenizer::merge(const std::string& piece) cons
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
   auto push = [&](size_t left) {
     if (left == SIZE_MAX || next[left] >= n) return;
-    const auto it = ranks_.find(word[left] + " " + word[next[left]]);
+    const auto it = ranks_.find({word[left], word[next[left]]});
     if (it != ranks_.end()) heap.emplace(it->second, left);
   };
   for (size_t i = 0; i + 1 < n; ++i) push(i);
@@ -231,13 +237,52 @@ Encoding BytePairTokenizer::encode(const std::string& text) const {
 }
 
 void BytePairTokenizer::encode_part(const std::string& text, Encoding& e) const {
-  for (const std::string& piece : gpt2_pieces(text))
-    for (std::string& token : merge(piece)) {
-      const auto it = ids_.find(token);
-      if (it == ids_.end()) throw InputError("the vocabulary has no token '" + token + "' (a piece of '" + piece + "')");
-      e.ids.push_back(it->second);
-      e.tokens.push_back(std::move(token));
+  for (const std::string& piece : gpt2_pieces(text)) {
+    std::string symbols;
+    for (unsigned char b : piece) symbols += byte_symbols()[b];
+    encode_word(symbols, e);
+  }
+}
+
+void BytePairTokenizer::encode_word(const std::string& word, Encoding& e) const {
+  if (word.empty()) return;
+  if (const auto whole = ids_.find(word); options_.ignore_merges && whole != ids_.end()) {
+    e.ids.push_back(whole->second);
+    e.tokens.push_back(word);
+    return;
+  }
+  for (std::string& token : merge(word)) {
+    const auto it = ids_.find(token);
+    if (it == ids_.end()) {
+      append_unknown(token, word, e);
+      continue;
     }
+    e.ids.push_back(it->second);
+    e.tokens.push_back(std::move(token));
+  }
+}
+
+// A merged piece the vocabulary lacks: its bytes as <0xNN> tokens (when all exist), else the unknown
+// token (once for a run, with fuse_unk), as Hugging Face's BPE does.
+void BytePairTokenizer::append_unknown(const std::string& token, const std::string& word, Encoding& e) const {
+  if (options_.byte_fallback) {
+    std::vector<int64_t> bytes;
+    for (unsigned char b : token) {
+      char name[8];
+      std::snprintf(name, sizeof name, "<0x%02X>", b);
+      if (const auto it = ids_.find(name); it != ids_.end()) bytes.push_back(it->second);
+    }
+    if (bytes.size() == token.size()) {
+      for (int64_t id : bytes) e.ids.push_back(id), e.tokens.push_back(tokens_[size_t(id)]);
+      return;
+    }
+  }
+  const auto unk = ids_.find(options_.unk);
+  if (options_.unk.empty() || unk == ids_.end())
+    throw InputError("the vocabulary has no token '" + token + "' (a piece of '" + word + "') and no unknown token");
+  if (options_.fuse_unk && !e.tokens.empty() && e.tokens.back() == options_.unk) return;
+  e.ids.push_back(unk->second);
+  e.tokens.push_back(options_.unk);
 }
 
 const std::string& byte_symbol(unsigned char b) { return byte_symbols()[b]; }
@@ -311,6 +356,10 @@ std::string readable_token(const std::string& token) {
 std::string byte_level_text(const std::vector<std::string>& tokens) {
   std::string bytes;
   for (const std::string& token : tokens) bytes += token_bytes(token).value_or(token);
+  return replace_ill_formed(bytes);
+}
+
+std::string replace_ill_formed(const std::string& bytes) {
   std::string out;
   for (size_t i = 0; i < bytes.size();) {
     const auto [len, whole] = well_formed_prefix(bytes, i);

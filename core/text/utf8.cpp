@@ -110,5 +110,12 @@ std::u32string lower(const std::u32string& text) {
 
 std::string nfd(const std::string& text) { return mapped(text, UTF8PROC_STABLE | UTF8PROC_DECOMPOSE); }
 std::string nfc(const std::string& text) { return mapped(text, UTF8PROC_STABLE | UTF8PROC_COMPOSE); }
+std::string nfkd(const std::string& text) { return mapped(text, UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT); }
+std::string nfkc(const std::string& text) { return mapped(text, UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT); }
+
+bool is_js_space(char32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
+         c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000 || c == 0xFEFF;
+}
 
 }  // namespace attn::utf8

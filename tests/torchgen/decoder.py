@@ -7,7 +7,9 @@ qwen3/modeling_qwen3.py, src/transformers/modeling_rope_utils.py), eager attenti
 module names so that state_dict() gives the checkpoint names. One model class covers the four families,
 as the engine's one decoder does; each difference is a config field (cited where it is read).
 Weights are random (seeded): every norm weight and bias too, so that defaults cannot pass.
-  llama_tiny/     LlamaForCausalLM, default rope, as many key/value heads as query heads, untied lm_head.
+  llama_tiny/     LlamaForCausalLM, default rope, as many key/value heads as query heads, untied lm_head; a
+                  tokenizer.json shaped as Llama 2's (Prepend / Replace normalizers, <s> by the
+                  post-processor, <unk> for what its 64 tokens lack) for `attn encode --sentence`.
   llama3_gqa/     LlamaForCausalLM, rope_parameters (transformers >= 4.56 spelling) of type llama3, 4 query
                   heads on 2 key/value heads, lm_head tied (not stored).
   mistral_window/ MistralForCausalLM, sliding_window 3 < the 8 positions, 4 query heads on 1 key/value head,
@@ -312,6 +314,44 @@ def randomize(model, seed):
     return model.eval()
 
 
+# Llama 2's tokenizer.json in 64 tokens: <unk> <s> </s>, ▁ and the letters, then merges spelling a few
+# words left to right (no byte tokens: characters outside them are <unk>, fused).
+TOKENIZER_WORDS = ["the", "cat", "sat", "on", "mat", "dog", "a", "is", "in", "and", "ran"]
+
+
+def llama2_tokenizer(size):
+    tokens = ["<unk>", "<s>", "</s>", "\u2581"] + [chr(c) for c in range(ord("a"), ord("z") + 1)] + ["."]
+    merges = []
+    for word in TOKENIZER_WORDS:
+        symbol = "\u2581"
+        for ch in word:
+            if symbol + ch not in tokens and len(tokens) < size:
+                merges.append(f"{symbol} {ch}")
+                tokens.append(symbol + ch)
+            symbol += ch
+    special = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
+                "special": True} for i, t in enumerate(tokens[:3])]
+    return {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": special,
+        "normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"},
+                                                          {"type": "Replace", "pattern": {"String": " "},
+                                                           "content": "\u2581"}]},
+        "pre_tokenizer": None,
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                                      {"Sequence": {"id": "A", "type_id": 0}}],
+                           "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                                    {"SpecialToken": {"id": "<s>", "type_id": 1}}, {"Sequence": {"id": "B", "type_id": 1}}],
+                           "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
+        "decoder": {"type": "Sequence", "decoders": [
+            {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "}, {"type": "ByteFallback"},
+            {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True, "ignore_merges": False,
+                  "vocab": {t: i for i, t in enumerate(tokens)}, "merges": merges},
+    }
+
+
 def write_case(root, name, seed):
     cfg, dtype = CASES[name]
     c = with_head_dim(cfg)
@@ -319,6 +359,8 @@ def write_case(root, name, seed):
     out = root / name
     out.mkdir(parents=True, exist_ok=True)
     _json(out / "config.json", cfg)
+    if name == "llama_tiny":
+        _json(out / "tokenizer.json", llama2_tokenizer(cfg["vocab_size"]))
     state = model.state_dict()
     if c["tie_word_embeddings"]:  # save_pretrained leaves a tied lm_head out
         del state["lm_head.weight"]
