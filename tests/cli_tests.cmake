@@ -200,7 +200,7 @@ attn_cli_case(attribute_logit_text 0 "direct contributions to the target's logit
               ${attr} --method logit-attribution)
 attn_cli_case(attribute_rollout_bert 0 "output positions followed: 0\n\n  \\[CLS\\] "
               attribute --model-dir "${pre}/bert_tiny" --sentence "the cat" --method rollout)
-attn_cli_case(attribute_method_unknown 2 "--method: unknown method 'saliency' \\(expected integrated-gradients, gradient-x-input, rollout, flow or logit-attribution"
+attn_cli_case(attribute_method_unknown 2 "--method: unknown method 'saliency' \\(expected integrated-gradients, gradient-x-input, rollout, flow or logit-attribution\\)"
               ${attr} --method saliency)
 attn_cli_case(attribute_method_missing 2 "--method is required" ${attr})
 attn_cli_case(attribute_steps_zero 2 "--steps expects an integer >= 1" ${attr} --method integrated-gradients --steps 0)

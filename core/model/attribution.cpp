@@ -7,7 +7,6 @@
 #include <queue>
 
 #include "core/base/error.hpp"
-#include "core/base/parse.hpp"
 #include "core/model/attention.hpp"
 #include "core/model/gpt2.hpp"
 #include "core/model/pretrained_parts.hpp"
@@ -274,11 +273,10 @@ void logit_attribution(const LoadedModel& m, const Trace& run, Attribution& a) {
 }  // namespace
 
 AttributionMethod parse_attribution_method(const std::string& text) {
-  std::vector<std::string> names;
-  for (AttributionMethod method : all_methods) names.push_back(attribution_method_name(method));
-  const std::vector<size_t> chosen = parse_choices("--method", text, names, "method");
-  if (chosen.size() != 1) throw InputError("--method takes one method, not " + std::to_string(chosen.size()));
-  return all_methods[chosen[0]];
+  for (AttributionMethod method : all_methods)
+    if (text == attribution_method_name(method)) return method;
+  throw InputError("--method: unknown method '" + text +
+                   "' (expected integrated-gradients, gradient-x-input, rollout, flow or logit-attribution)");
 }
 
 std::string attribution_method_name(AttributionMethod method) {
