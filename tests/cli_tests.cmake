@@ -205,6 +205,7 @@ attn_cli_case(attribute_method_unknown 2 "--method: unknown method 'saliency' \\
 attn_cli_case(attribute_method_missing 2 "--method is required" ${attr})
 attn_cli_case(attribute_steps_zero 2 "--steps expects an integer >= 1" ${attr} --method integrated-gradients --steps 0)
 attn_cli_case(attribute_steps_negative 2 "--steps expects an integer >= 1" ${attr} --method integrated-gradients --steps -3)
+attn_cli_case(attribute_steps_many 2 "--steps 20000 is outside 1 to 10000" ${attr} --method integrated-gradients --steps 20000)
 attn_cli_case(attribute_target_vocab 2 "--target-id 5000 is outside the vocabulary \\(317 ids\\)" ${attr} --method gradient-x-input --target-id 5000)
 attn_cli_case(attribute_target_class 2 "--target-id 3 is outside the classes \\(3 classes\\)" ${attr_cls} --method rollout --target-id 3)
 attn_cli_case(attribute_bert_gradients 2 "integrated-gradients attributes an output logit; BERT's base model has no output head"

@@ -19,6 +19,8 @@ constexpr AttributionMethod all_methods[] = {AttributionMethod::integrated_gradi
                                              AttributionMethod::logit_attribution};
 // Rows per forward and backward pass of the integrated gradients: the memory of a batch of steps.
 constexpr size_t gradient_chunk = 16;
+// Far past where Gauss–Legendre has converged; the nodes' cost grows as steps².
+constexpr size_t max_steps = 10000;
 
 bool is_bert(const LoadedModel& m) { return m.pretrained && m.pretrained->model.config.family == ModelFamily::bert; }
 
@@ -62,9 +64,9 @@ AttributionTarget choose_target(const LoadedModel& m, const ModelInput& in, cons
 // classifier's embedding(ids) × √d_model), the positions' embeddings kept as they are ---
 
 struct WeightedGradient {
-  Tensor inputs;               // x [1, S, H]
-  Tensor gradient;             // Σ_k weights_k · ∂F/∂x at alphas_k · x [S, H]
-  std::vector<double> values;  // F at each alphas_k · x
+  Tensor inputs;                 // x [1, S, H]
+  std::vector<double> gradient;  // Σ_k weights_k · ∂F/∂x at alphas_k · x, [S · H]
+  std::vector<double> values;    // F at each alphas_k · x
 };
 
 // F and its gradient on the rows alphas[b] · x of one batch; returns the gradients [B, S, H].
@@ -110,25 +112,22 @@ WeightedGradient weighted_gradient(const LoadedModel& m, const ModelInput& in, c
   g.inputs = m.pretrained ? lookup(m.pretrained->model.word_embeddings, in.ids, 1, in.seq, "token id")
                           : embed(m.classifier->embedding, in.ids, 1, in.seq);
   const size_t SH = g.inputs.size();
-  g.gradient = Tensor::from_shape({in.seq, g.inputs.shape(2)});
-  g.gradient.fill(0.0f);
-  std::vector<double> sum(SH, 0.0);
+  g.gradient.assign(SH, 0.0);
   for (size_t first = 0; first < alphas.size(); first += gradient_chunk) {
     const size_t B = std::min(gradient_chunk, alphas.size() - first);
     const Tensor grads = batch_gradients(m, in, t, g.inputs, alphas.data() + first, B, g.values);
     for (size_t b = 0; b < B; ++b)
-      for (size_t i = 0; i < SH; ++i) sum[i] += weights[first + b] * double(grads.data()[b * SH + i]);
+      for (size_t i = 0; i < SH; ++i) g.gradient[i] += weights[first + b] * double(grads.data()[b * SH + i]);
   }
-  std::copy(sum.begin(), sum.end(), g.gradient.data());
   return g;
 }
 
 // Each token's attribution: x · gradient summed over the embedding dimension.
 std::vector<double> token_scores(const WeightedGradient& g) {
-  const size_t S = g.gradient.shape(0), H = g.gradient.shape(1);
+  const size_t S = g.inputs.shape(1), H = g.inputs.shape(2);
   std::vector<double> scores(S, 0.0);
   for (size_t s = 0; s < S; ++s)
-    for (size_t d = 0; d < H; ++d) scores[s] += double(g.inputs.data()[s * H + d]) * double(g.gradient.data()[s * H + d]);
+    for (size_t d = 0; d < H; ++d) scores[s] += double(g.inputs.data()[s * H + d]) * g.gradient[s * H + d];
   return scores;
 }
 
@@ -292,7 +291,8 @@ std::string attribution_method_name(AttributionMethod method) {
 
 Attribution attribute(const LoadedModel& m, const ModelInput& in, const AttributionOptions& o) {
   if (in.batch != 1) throw InputError("attribution takes one input");
-  if (o.steps == 0) throw InputError("--steps must be at least 1");
+  if (o.steps == 0 || o.steps > max_steps)
+    throw InputError("--steps " + std::to_string(o.steps) + " is outside 1 to " + std::to_string(max_steps));
   const Trace run = m.forward(in);
   Attribution a;
   a.method = o.method;

@@ -24,7 +24,7 @@ std::string attribution_method_name(AttributionMethod method);
 struct AttributionOptions {
   AttributionMethod method = AttributionMethod::integrated_gradients;
   std::optional<int64_t> target;  // GPT-2: a token id; the classifier: a class. Default: the top one
-  size_t steps = 50;              // integrated gradients' Gauss–Legendre nodes
+  size_t steps = 50;              // integrated gradients' Gauss–Legendre nodes (Captum's n_steps)
 };
 
 // What is attributed: GPT-2's next-token logit at the last position, or the classifier's class logit
@@ -54,7 +54,8 @@ struct Attribution {
 };
 
 // One input (batch 1) of `model`; InputError for a method the model cannot give (BERT has no output
-// head; logit attribution needs GPT-2's pre-norm stream), steps 0, a target outside the vocabulary or classes.
+// head; logit attribution needs GPT-2's pre-norm stream), steps outside 1 to 10000, a target outside
+// the vocabulary or the classes.
 Attribution attribute(const LoadedModel& model, const ModelInput& input, const AttributionOptions& options);
 
 // numpy.polynomial.legendre.leggauss(n) mapped onto [0, 1] as Captum's "gausslegendre" does:
