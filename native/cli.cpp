@@ -1,6 +1,7 @@
 #include "native/cli.hpp"
 
 #include <iostream>
+#include <sstream>
 
 #include "core/base/error.hpp"
 #include "core/io/safetensors.hpp"
@@ -19,6 +20,15 @@ std::vector<std::string> SentenceOptions::resolve(const std::vector<std::string>
 void add_sentence_options(CLI::App& cmd, SentenceOptions& o, const std::string& default_note) {
   auto* sentence = cmd.add_option("--sentence", o.sentences, "a sentence (repeatable); " + default_note);
   cmd.add_option("--sentences-file", o.sentences_file, "UTF-8 file, one sentence per line")->excludes(sentence);
+}
+
+std::vector<int64_t> parse_id_list(const std::string& text, size_t row) {
+  std::istringstream in(text);
+  std::vector<int64_t> ids;
+  std::string word;
+  while (in >> word) ids.push_back(int64_t(parse_size("--ids (sequence " + std::to_string(row) + ")", word, 0)));
+  if (ids.empty()) throw InputError("--ids sequence " + std::to_string(row) + " is empty");
+  return ids;
 }
 
 void add_plot_options(CLI::App& cmd, PlotOptions& o) {

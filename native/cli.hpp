@@ -19,6 +19,8 @@ struct SentenceOptions {
   std::vector<std::string> resolve(const std::vector<std::string>& fallback) const;
 };
 void add_sentence_options(CLI::App& cmd, SentenceOptions& o, const std::string& default_note);
+// One --ids sequence ("12 7 3", the `row`-th given): its token ids; InputError for a non-id or none.
+std::vector<int64_t> parse_id_list(const std::string& text, size_t row);
 
 // --plot STAGE [--plot-index I,J] with --svg, --png [--scale N], --csv and/or --tex FILE: one slice of a
 // stage as an SVG figure, a PNG picture, CSV numbers or a LaTeX table (core/plot), each file written whole

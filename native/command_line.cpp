@@ -24,6 +24,7 @@ CommandLine::CommandLine() {
   add_train_command(app, train);
   add_heads_command(app, heads);
   add_patch_command(app, patch);
+  add_attribute_command(app, attribute);
   add_generate_command(app, generate);
   add_diff_command(app, diff);
 }
@@ -32,7 +33,7 @@ int CommandLine::run(std::vector<std::string> args) {
   std::reverse(args.begin(), args.end());  // CLI11 takes a vector of arguments last first
   app.parse(args);
   if (app.get_subcommands().empty())
-    throw InputError("a subcommand is required (tutorial, encode, batch, merge, train, heads, patch, generate, diff, "
+    throw InputError("a subcommand is required (tutorial, encode, batch, merge, train, heads, patch, attribute, generate, diff, "
                      "bench); see 'attn --help'");
   for (int status : {batch.exit_status, train.exit_status, diff.exit_status})
     if (status) return status;

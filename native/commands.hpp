@@ -76,6 +76,13 @@ struct PatchOptionsCli {
 };
 void add_patch_command(CLI::App& app, PatchOptionsCli& o);
 
+struct AttributeOptions {
+  ModelOptions model;
+  std::string sentence, ids, method, target_id, steps = "50";
+  bool json = false, quiet = false;
+};
+void add_attribute_command(CLI::App& app, AttributeOptions& o);
+
 struct GenerateOptions {
   ModelOptions model;  // a GPT-2 checkpoint's files
   std::string prompt, max_new_tokens = "20", temperature = "1", top_k = "0", top_p = "1", seed = "0", threads = "auto";
@@ -126,6 +133,7 @@ struct CommandLine {
   TrainOptions train;
   HeadsOptions heads;
   PatchOptionsCli patch;
+  AttributeOptions attribute;
   GenerateOptions generate;
   DiffOptions diff;
   CommandLine();

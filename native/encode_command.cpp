@@ -34,15 +34,6 @@ struct Inputs {
   bool has_vocab = false;
 };
 
-std::vector<int64_t> parse_id_list(const std::string& text, size_t row) {
-  std::istringstream in(text);
-  std::vector<int64_t> ids;
-  std::string word;
-  while (in >> word) ids.push_back(int64_t(parse_size("--ids (sequence " + std::to_string(row) + ")", word, 0)));
-  if (ids.empty()) throw InputError("--ids sequence " + std::to_string(row) + " is empty");
-  return ids;
-}
-
 Inputs read_inputs(const EncodeOptions& o) {
   Inputs in;
   if (auto vocab = model_vocab(o.model)) {

@@ -65,7 +65,7 @@ CLI::App& subcommand(cli::CommandLine& commands, const std::string& name) {
   try {
     return *commands.app.get_subcommand(name);
   } catch (const CLI::OptionNotFound&) {
-    throw py::value_error("no command '" + name + "' (tutorial, encode, batch, merge, train, heads, patch, generate, diff)");
+    throw py::value_error("no command '" + name + "' (tutorial, encode, batch, merge, train, heads, patch, attribute, generate, diff)");
   }
 }
 

@@ -10,7 +10,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 deps="$root/.deps"
 . "$root/scripts/debian-archive.sh"
 
-packages=(cmake ccache g++ make clang-14 libclang-rt-14-dev python3-torch python3-numpy python3-threadpoolctl emscripten nodejs catch2
+packages=(cmake ccache g++ make clang-14 libclang-rt-14-dev python3-torch python3-numpy python3-threadpoolctl python3-networkx emscripten nodejs catch2
           nlohmann-json3-dev libcli11-dev dpkg-dev ca-certificates python3-dev python3-pybind11 jupyter-nbconvert
           python3-nbclient python3-ipykernel libcurl4-openssl-dev libssl-dev)
 missing=()

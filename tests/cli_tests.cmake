@@ -198,6 +198,39 @@ attn_cli_case(lens_backend 2 "--logit-lens reads the exact path's residual strea
 attn_cli_case(lens_gpt2_text 0 "logit lens \\(each position's most likely next token\\):\nitem 1:\nembeddings .*\nh.0 .*\nh.1 "
               encode --model-dir "${pre}/gpt2_tiny" --sentence "the dog sat" --logit-lens)
 
+# attn attribute: each method against the same computation in PyTorch (attribution_check.py: autograd,
+# Captum's Gauss–Legendre rule, networkx's maximum flow) on GPT-2, BERT and the classifier, and the bad inputs.
+add_test(NAME cli.attribute COMMAND /usr/bin/python3 "${CMAKE_CURRENT_SOURCE_DIR}/attribution_check.py" $<TARGET_FILE:attn>)
+set(attr attribute --model-dir "${pre}/gpt2_tiny" --sentence "the cat sat")
+set(attr_cls attribute --num-layers 2 --d-model 8 --num-heads 2 --num-classes 3 --sentence "a b c")
+string(REPEAT "the cat " 40 long_sentence)
+attn_cli_case(attribute_ig_text 0 "method: integrated-gradients\ntarget: '.*' \\(id [0-9]+\\), logit .* at position 2\n\n  the .*\n50 Gauss-Legendre steps; F\\(input\\) .*convergence delta"
+              ${attr} --method integrated-gradients)
+attn_cli_case(attribute_logit_text 0 "direct contributions to the target's logit \\(sum .*\n  embed .*\n  pos_embed .*\n  L0H0 .*\n  ln_f.bias "
+              ${attr} --method logit-attribution)
+attn_cli_case(attribute_rollout_bert 0 "output positions followed: 0\n\n  \\[CLS\\] "
+              attribute --model-dir "${pre}/bert_tiny" --sentence "the cat" --method rollout)
+attn_cli_case(attribute_method_unknown 2 "--method: unknown method 'saliency' \\(expected integrated-gradients, gradient-x-input, rollout, flow or logit-attribution\\)"
+              ${attr} --method saliency)
+attn_cli_case(attribute_method_missing 2 "--method is required" ${attr})
+attn_cli_case(attribute_steps_zero 2 "--steps expects an integer >= 1" ${attr} --method integrated-gradients --steps 0)
+attn_cli_case(attribute_steps_negative 2 "--steps expects an integer >= 1" ${attr} --method integrated-gradients --steps -3)
+attn_cli_case(attribute_steps_many 2 "--steps 20000 is outside 1 to 10000" ${attr} --method integrated-gradients --steps 20000)
+attn_cli_case(attribute_target_vocab 2 "--target-id 5000 is outside the vocabulary \\(317 ids\\)" ${attr} --method gradient-x-input --target-id 5000)
+attn_cli_case(attribute_target_class 2 "--target-id 3 is outside the classes \\(3 classes\\)" ${attr_cls} --method rollout --target-id 3)
+attn_cli_case(attribute_bert_gradients 2 "integrated-gradients attributes an output logit; BERT's base model has no output head"
+              attribute --model-dir "${pre}/bert_tiny" --sentence "the cat" --method integrated-gradients)
+attn_cli_case(attribute_bert_target 2 "BERT's base model has no output head: --target-id has nothing to name"
+              attribute --model-dir "${pre}/bert_tiny" --sentence "the cat" --method flow --target-id 1)
+attn_cli_case(attribute_classifier_logit 2 "logit-attribution decomposes GPT-2's residual stream" ${attr_cls} --method logit-attribution)
+attn_cli_case(attribute_encoder_only 2 "this classifier has no head \\(--encoder-only\\)" ${attr_cls} --encoder-only --method rollout)
+attn_cli_case(attribute_too_long 2 "the input has [0-9]+ tokens; the model takes at most 64"
+              attribute --model-dir "${pre}/gpt2_tiny" --sentence "${long_sentence}" --method rollout)
+attn_cli_case(attribute_ids_range 2 "token id 5000 is outside the vocabulary \\(317 ids\\)"
+              attribute --model-dir "${pre}/gpt2_tiny" --ids "1 5000" --method flow)
+attn_cli_case(attribute_no_input 2 "give one of --sentence TEXT and --ids" attribute --model-dir "${pre}/gpt2_tiny" --method flow)
+attn_cli_case(attribute_train 2 "attn attribute runs the model in evaluation mode: drop --train" ${attr_cls} --method rollout --train)
+
 # Weights cross between attn and PyTorch in both directions, with the same logits.
 add_test(NAME cli.encode_torch_roundtrip
          COMMAND /usr/bin/python3 "${CMAKE_CURRENT_SOURCE_DIR}/torch_roundtrip.py" $<TARGET_FILE:attn>)

@@ -19,6 +19,7 @@ struct Pass {
   size_t past = 0;                     // the positions the cache held before this pass
   TorchGenerator* dropout = nullptr;   // training mode
   Gpt2Saved* saved = nullptr;
+  const Tensor* token_embeddings = nullptr;  // [B, S, H] in place of wte[ids] (attribution's scaled inputs)
   void stage(const std::string& name, Tensor& t) const {
     if (trace) trace->stage(name, t);
   }
@@ -138,7 +139,7 @@ Tensor block(const PretrainedModel& m, size_t index, const Tensor& x, const Pass
 Tensor embeddings(const PretrainedModel& m, const PretrainedInput& in, const Pass& pass) {
   const size_t S = in.seq, H = m.config.hidden_size;
   if (pass.trace) pass.trace->record("input_ids", ids_tensor(in.ids, in.batch, S), PrintDtype::int64);
-  Tensor wte = lookup(m.word_embeddings, in.ids, in.batch, S, "token id");
+  Tensor wte = pass.token_embeddings ? *pass.token_embeddings : lookup(m.word_embeddings, in.ids, in.batch, S, "token id");
   Tensor wpe = Tensor::from_shape({S, H});
   std::copy_n(m.position_embeddings.data() + pass.past * H, S * H, wpe.data());
   if (pass.trace) pass.trace->record("wte", wte), pass.trace->record("wpe", wpe);
@@ -225,12 +226,15 @@ Trace gpt2_forward(const PretrainedModel& m, const PretrainedInput& in, const Ho
   return t;
 }
 
-Tensor gpt2_train_forward(const PretrainedModel& m, const PretrainedInput& in, TorchGenerator* dropout, Gpt2Saved& saved) {
+Tensor gpt2_train_forward(const PretrainedModel& m, const PretrainedInput& in, TorchGenerator* dropout, Gpt2Saved& saved,
+                          const Tensor* token_embeddings) {
   if (in.batch == 0 || in.seq == 0 || in.ids.size() != in.batch * in.seq || in.seq > m.config.max_positions)
     throw InputError("a training batch must hold 1 to n_positions tokens per row");
+  if (token_embeddings && token_embeddings->size() != in.batch * in.seq * m.config.hidden_size)
+    throw InputError("the token embeddings must be [batch, seq, n_embd]");
   saved = Gpt2Saved();
   saved.ids = in.ids, saved.batch = in.batch, saved.seq = in.seq;
-  const Pass pass{nullptr, nullptr, 0, dropout, &saved};
+  const Pass pass{nullptr, nullptr, 0, dropout, &saved, token_embeddings};
   return run(m, embeddings(m, in, pass), 0, pass);
 }
 
@@ -241,7 +245,7 @@ std::vector<int64_t> next_token_labels(const PretrainedInput& in) {
   return labels;
 }
 
-void gpt2_backward(const PretrainedModel& m, const Gpt2Saved& s, const Tensor& grad_logits, PretrainedModel& g) {
+Tensor gpt2_backward(const PretrainedModel& m, const Gpt2Saved& s, const Tensor& grad_logits, PretrainedModel& g) {
   Tensor grad = linear_backward(s.final, m.word_embeddings, grad_logits, g.word_embeddings, nullptr);
   grad = layer_norm_backward(s.final_input, m.final_norm, grad, g.final_norm, float(m.config.layer_norm_eps));
   for (size_t i = m.layers.size(); i-- > 0;) grad = block_backward(m, i, s.blocks[i], std::move(grad), g.layers[i]);
@@ -256,6 +260,7 @@ void gpt2_backward(const PretrainedModel& m, const Gpt2Saved& s, const Tensor& g
       attn::add(token, row, token, H);
       attn::add(position, row, position, H);
     }
+  return grad;
 }
 
 PretrainedModel zeros_like(const PretrainedModel& m) {

@@ -35,15 +35,17 @@ struct Gpt2Saved {
 // GPT2LMHeadModel.forward in training mode (model.train()) on ids [B, S]: dropout drawn from `dropout`
 // in PyTorch's order (embd_pdrop on the embeddings; per block attn_pdrop on the attention weights, then
 // resid_pdrop after attn.c_proj and after mlp.c_proj); null = evaluation mode. Returns the logits
-// [B, S, V]; `saved` receives what gpt2_backward reads.
+// [B, S, V]; `saved` receives what gpt2_backward reads. `token_embeddings` [B, S, H], when given, stand
+// in for wte[ids] (attribution's scaled inputs: inputs_embeds); the positions' wpe is added as ever.
 Tensor gpt2_train_forward(const PretrainedModel& model, const PretrainedInput& input, TorchGenerator* dropout,
-                          Gpt2Saved& saved);
+                          Gpt2Saved& saved, const Tensor* token_embeddings = nullptr);
 // The labels GPT2LMHeadModel(labels=input_ids) predicts, at each position s: the token at s + 1 when
 // that position is a real token (s + 1 < lengths[b]), else −100 (ignored: the last position and padding).
 std::vector<int64_t> next_token_labels(const PretrainedInput& input);
 // Adds the gradients of the loss whose gradient of the logits is `grad_logits` to `grads` (zeros, or an
 // earlier sum, of the model's shapes): the LM head and wte are one tensor, so both gradients add there.
-void gpt2_backward(const PretrainedModel& model, const Gpt2Saved& saved, const Tensor& grad_logits,
+// Returns the gradient of the embeddings [B, S, H] (wte[ids] + wpe's, so also of each of them).
+Tensor gpt2_backward(const PretrainedModel& model, const Gpt2Saved& saved, const Tensor& grad_logits,
                    PretrainedModel& grads);
 
 // A model of `model`'s shapes holding zeros (a gradient accumulator).

@@ -413,7 +413,7 @@ Tensor encoder_backward(const TransformerModel& model, const EncoderSaved& saved
 bool bare_encoder(const TransformerConfig& c) { return c.vocab_size == 0 && !c.classifier_head; }
 
 Tensor classifier_input(const TransformerModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
-                        TorchGenerator* dropout_gen, Trace& t, Tensor* noise) {
+                        TorchGenerator* dropout_gen, Trace& t, Tensor* noise, const Tensor* token_embeddings) {
   const TransformerConfig& c = model.config;
   if (bare_encoder(c)) throw InputError("this model has no embedding: it takes vectors, not token ids");
   if (seq > c.max_len)
@@ -421,7 +421,9 @@ Tensor classifier_input(const TransformerModel& model, const std::vector<int64_t
   Tensor id_tensor = Tensor::from_shape({batch, seq});
   std::copy(ids.begin(), ids.end(), id_tensor.begin());
   t.record("token_ids", id_tensor, PrintDtype::int64);
-  t.record("embedding", embed(model.embedding, ids, batch, seq));
+  if (token_embeddings && token_embeddings->size() != batch * seq * c.d_model)
+    throw InputError("the token embeddings must be [batch, seq, d_model]");
+  t.record("embedding", token_embeddings ? *token_embeddings : embed(model.embedding, ids, batch, seq));
   // pe[:, :S] of the model's buffer, as PositionalEncoding.forward takes it (sin and cos of the whole
   // [max_len, d/2] table in PyTorch's vectors of 8, whose lanes can share a branch across rows).
   Tensor table = Tensor::from_shape({seq, c.d_model});
@@ -473,11 +475,12 @@ Trace classify(const TransformerModel& model, const std::vector<int64_t>& ids, s
 }
 
 Tensor classifier_forward(const TransformerModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
-                          MaskKind mask_kind, TorchGenerator* dropout_gen, ClassifierSaved& saved) {
+                          MaskKind mask_kind, TorchGenerator* dropout_gen, ClassifierSaved& saved,
+                          const Tensor* token_embeddings) {
   if (!model.config.classifier_head) throw InputError("this model has no classifier head to train");
   Trace t;
   saved = {ids, batch, seq, mask_kind, attention_mask(mask_kind, ids, batch, seq), {}, {}, {}};
-  Tensor x = classifier_input(model, ids, batch, seq, dropout_gen, t, &saved.embedded_noise);
+  Tensor x = classifier_input(model, ids, batch, seq, dropout_gen, t, &saved.embedded_noise, token_embeddings);
   x = encoder_forward(model, x, mask_kind == MaskKind::none ? nullptr : &saved.mask, dropout_gen, nullptr,
                       &saved.encoder);
   classifier_output(model, x, t);
@@ -487,8 +490,8 @@ Tensor classifier_forward(const TransformerModel& model, const std::vector<int64
 
 // fc, mean pooling (÷ S to every position), the encoder, dropout, then the embedding rows (× √d_model,
 // added per occurrence); the positional table is a buffer and gets no gradient.
-void classifier_backward(const TransformerModel& model, const ClassifierSaved& saved, const Tensor& grad_logits,
-                         TransformerModel& grads) {
+Tensor classifier_backward(const TransformerModel& model, const ClassifierSaved& saved, const Tensor& grad_logits,
+                           TransformerModel& grads) {
   const size_t B = saved.batch, S = saved.seq, d = model.config.d_model;
   const Tensor grad_pooled = linear_backward(saved.pooled, model.fc.weight, grad_logits, grads.fc.weight, &grads.fc.bias);
   Tensor grad = Tensor::from_shape({B, S, d});
@@ -497,10 +500,12 @@ void classifier_backward(const TransformerModel& model, const ClassifierSaved& s
       for (size_t i = 0; i < d; ++i) grad(b, s, i) = grad_pooled(b, i) / float(S);
   grad = encoder_backward(model, saved.encoder, saved.mask_kind == MaskKind::none ? nullptr : &saved.mask, grad, grads);
   dropout_backward(grad, saved.embedded_noise);
-  multiply_scalar(grad.data(), grad.size(), float(std::sqrt(double(d))));
+  Tensor rows = grad;
+  multiply_scalar(rows.data(), rows.size(), float(std::sqrt(double(d))));
   for (size_t t = 0; t < B * S; ++t)
-    attn::add(grads.embedding.data() + size_t(saved.ids[t]) * d, grad.data() + t * d,
+    attn::add(grads.embedding.data() + size_t(saved.ids[t]) * d, rows.data() + t * d,
               grads.embedding.data() + size_t(saved.ids[t]) * d, d);
+  return grad;
 }
 
 TransformerModel zeros_like(const TransformerModel& model) {

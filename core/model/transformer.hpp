@@ -117,9 +117,11 @@ struct LayerStart {
 Trace classify(const TransformerModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
                MaskKind mask, TorchGenerator* dropout, const Hooks* hooks = nullptr, const LayerStart* start = nullptr);
 // classify's first stages (token_ids … embedded) into t; returns embedded [B, S, d]. `noise` receives
-// the dropout's noise in training mode.
+// the dropout's noise in training mode. `token_embeddings` [B, S, d], when given, stand in for the
+// embedding stage (embedding(ids) × √d_model; attribution's scaled inputs).
 Tensor classifier_input(const TransformerModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
-                        TorchGenerator* dropout, Trace& t, Tensor* noise = nullptr);
+                        TorchGenerator* dropout, Trace& t, Tensor* noise = nullptr,
+                        const Tensor* token_embeddings = nullptr);
 // classify's last stages from the encoder output [B, S, d]: encoder_output, pooled, logits.
 void classifier_output(const TransformerModel& model, Tensor encoder_output, Trace& t);
 // x.mean(dim=1) of x [B, S, d], summed in PyTorch's order: the classifier's pooling.
@@ -129,11 +131,13 @@ Tensor mean_pool(const Tensor& x);
 // `grads`, a model of the same shape (zeros_like) ---
 TransformerModel zeros_like(const TransformerModel& model);
 // The classifier's forward pass on token ids [B, S], keeping in `saved` what classifier_backward reads;
-// returns the logits [B, classes].
+// returns the logits [B, classes]. `token_embeddings` as classifier_input takes them.
 Tensor classifier_forward(const TransformerModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
-                          MaskKind mask, TorchGenerator* dropout, ClassifierSaved& saved);
-void classifier_backward(const TransformerModel& model, const ClassifierSaved& saved, const Tensor& grad_logits,
-                         TransformerModel& grads);
+                          MaskKind mask, TorchGenerator* dropout, ClassifierSaved& saved,
+                          const Tensor* token_embeddings = nullptr);
+// Returns the gradient of the embedding stage [B, S, d] (embedding(ids) × √d_model).
+Tensor classifier_backward(const TransformerModel& model, const ClassifierSaved& saved, const Tensor& grad_logits,
+                           TransformerModel& grads);
 // Returns the gradient of the encoder's input.
 Tensor encoder_backward(const TransformerModel& model, const EncoderSaved& saved, const MaskTensor* mask,
                         const Tensor& grad_output, TransformerModel& grads);

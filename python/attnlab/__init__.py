@@ -22,7 +22,7 @@ from . import _attnlab
 from ._arguments import argv as _argv
 from . import _playground
 
-__all__ = ["Trace", "Model", "TrainResult", "tutorial", "encode", "load", "train", "heads", "patch", "generate",
+__all__ = ["Trace", "Model", "TrainResult", "tutorial", "encode", "load", "train", "heads", "patch", "attribute", "generate",
            "diff", "batch", "show", "help"]
 
 _SENTENCES = {"sentences": "sentence"}
@@ -188,6 +188,10 @@ class Model:
         """Activation patching from `clean` into `corrupted` (attn patch): its --json document."""
         return patch(clean=clean, corrupted=corrupted, **self._options, **options)
 
+    def attribute(self, sentence, method, **options):
+        """`sentence`'s tokens (or the heads and MLPs) attributed by `method` (attn attribute): its --json document."""
+        return attribute(sentence=sentence, method=method, **self._options, **options)
+
     def __repr__(self):
         files = ", ".join(f"{k}={v!r}" for k, v in self._options.items() if v is not None)
         return f"<attnlab.Model ({files})>"
@@ -281,6 +285,12 @@ def patch(**options):
     """Activation patching from a clean into a corrupted input (attn patch: clean, corrupted, answer,
     wrong, label, sweep, ...): its --json document as a dict."""
     return _document("patch", options)
+
+
+def attribute(**options):
+    """Attribution of the output to the input tokens, heads and MLPs (attn attribute: sentence or ids,
+    method, target_id, steps, ...): its --json document as a dict."""
+    return _document("attribute", options)
 
 
 def generate(prompt, **options):

@@ -114,6 +114,9 @@ class SameNumbers(unittest.TestCase):
         self.assertEqual(model.patch("the cat sat", "the dog sat", answer=" sat", wrong=" cat", sweep="heads"),
                          json.loads(cli_json("patch", "--model-dir", str(GPT2), "--clean", "the cat sat",
                                              "--corrupted", "the dog sat", "--answer", " sat", "--wrong", " cat", "--sweep", "heads")))
+        self.assertEqual(model.attribute("the cat sat", "integrated-gradients", steps=8, target_id=5),
+                         json.loads(cli_json("attribute", "--model-dir", str(GPT2), "--sentence", "the cat sat",
+                                             "--method", "integrated-gradients", "--steps", "8", "--target-id", "5")))
         a, b = attnlab.tutorial(), attnlab.tutorial(seed=1)
         with tempfile.TemporaryDirectory() as tmp:
             for name, trace in (("a", a), ("b", b)):

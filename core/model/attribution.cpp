@@ -1,0 +1,369 @@
+#include "core/model/attribution.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <queue>
+
+#include "core/base/error.hpp"
+#include "core/model/attention.hpp"
+#include "core/model/gpt2.hpp"
+#include "core/model/pretrained_parts.hpp"
+
+namespace attn {
+namespace {
+
+constexpr AttributionMethod all_methods[] = {AttributionMethod::integrated_gradients, AttributionMethod::gradient_x_input,
+                                             AttributionMethod::rollout, AttributionMethod::flow,
+                                             AttributionMethod::logit_attribution};
+// Rows per forward and backward pass of the integrated gradients: the memory of a batch of steps.
+constexpr size_t gradient_chunk = 16;
+// Far past where Gauss–Legendre has converged; the nodes' cost grows as steps².
+constexpr size_t max_steps = 10000;
+
+bool is_bert(const LoadedModel& m) { return m.pretrained && m.pretrained->model.config.family == ModelFamily::bert; }
+
+bool needs_output(AttributionMethod method) {
+  return method != AttributionMethod::rollout && method != AttributionMethod::flow;
+}
+
+// The target's row of a run's logits: GPT-2's at `position` ([1, S, V]), the classifier's ([1, C]).
+std::vector<float> output_logits(const LoadedModel& m, const Trace& run, size_t position) {
+  const Tensor& logits = run.at("logits");
+  const size_t width = logits.shape(logits.dimension() - 1);
+  const float* row = logits.data() + (m.pretrained ? position * width : 0);
+  return {row, row + width};
+}
+
+AttributionTarget choose_target(const LoadedModel& m, const ModelInput& in, const Trace& run,
+                                const AttributionOptions& o) {
+  AttributionTarget t;
+  if (is_bert(m)) {
+    if (needs_output(o.method))
+      throw InputError(attribution_method_name(o.method) + " attributes an output logit; BERT's base model has no output "
+                       "head (rollout and flow follow its attention alone)");
+    if (o.target) throw InputError("BERT's base model has no output head: --target-id has nothing to name");
+    return t;
+  }
+  if (m.classifier && !m.classifier->config.classifier_head)
+    throw InputError("this classifier has no head (--encoder-only): there is no output to attribute");
+  t.position = in.lengths[0] - 1;
+  const std::vector<float> logits = output_logits(m, run, t.position);
+  const std::string kind = m.pretrained ? "vocabulary" : "classes";
+  if (o.target && (*o.target < 0 || size_t(*o.target) >= logits.size()))
+    throw InputError("--target-id " + std::to_string(*o.target) + " is outside the " + kind + " (" +
+                     std::to_string(logits.size()) + (m.pretrained ? " ids)" : " classes)"));
+  t.id = o.target ? *o.target : int64_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  t.label = m.pretrained ? m.token(t.id) : "class " + std::to_string(t.id);
+  t.logit = logits[size_t(t.id)];
+  return t;
+}
+
+// --- the gradient methods: F = the target's logit, x = the token embeddings (GPT-2's wte[ids], the
+// classifier's embedding(ids) × √d_model), the positions' embeddings kept as they are ---
+
+struct WeightedGradient {
+  Tensor inputs;                 // x [1, S, H]
+  std::vector<double> gradient;  // Σ_k weights_k · ∂F/∂x at alphas_k · x, [S · H]
+  std::vector<double> values;    // F at each alphas_k · x
+};
+
+// F and its gradient on the rows alphas[b] · x of one batch; returns the gradients [B, S, H].
+Tensor batch_gradients(const LoadedModel& m, const ModelInput& in, const AttributionTarget& t, const Tensor& x,
+                       const double* alphas, size_t B, std::vector<double>& values) {
+  const size_t S = in.seq, H = x.shape(2);
+  std::vector<int64_t> ids;
+  Tensor scaled = Tensor::from_shape({B, S, H});
+  for (size_t b = 0; b < B; ++b) {
+    ids.insert(ids.end(), in.ids.begin(), in.ids.begin() + long(S));
+    for (size_t i = 0; i < S * H; ++i) scaled.data()[b * S * H + i] = float(alphas[b]) * x.data()[i];
+  }
+  // The target's logit of each row, whose gradient (1 there, 0 elsewhere) the backward takes.
+  auto select = [&](const Tensor& logits, size_t row_width, size_t offset) {
+    Tensor grad = Tensor::from_shape(logits.shape());
+    grad.fill(0.0f);
+    for (size_t b = 0; b < B; ++b) {
+      const size_t at = b * row_width + offset + size_t(t.id);
+      values.push_back(logits.data()[at]);
+      grad.data()[at] = 1.0f;
+    }
+    return grad;
+  };
+  if (m.pretrained) {
+    const PretrainedModel& model = m.pretrained->model;
+    Gpt2Saved saved;
+    const Tensor logits =
+        gpt2_train_forward(model, {ids, {}, std::vector<size_t>(B, S), B, S}, nullptr, saved, &scaled);
+    const size_t V = logits.shape(2);
+    PretrainedModel unused = zeros_like(model);  // the backward also sums the weights' gradients
+    return gpt2_backward(model, saved, select(logits, S * V, t.position * V), unused);
+  }
+  const TransformerModel& model = *m.classifier;
+  ClassifierSaved saved;
+  const Tensor logits = classifier_forward(model, ids, B, S, m.mask, nullptr, saved, &scaled);
+  TransformerModel unused = zeros_like(model);
+  return classifier_backward(model, saved, select(logits, logits.shape(1), 0), unused);
+}
+
+WeightedGradient weighted_gradient(const LoadedModel& m, const ModelInput& in, const AttributionTarget& t,
+                                   const std::vector<double>& alphas, const std::vector<double>& weights) {
+  WeightedGradient g;
+  g.inputs = m.pretrained ? lookup(m.pretrained->model.word_embeddings, in.ids, 1, in.seq, "token id")
+                          : embed(m.classifier->embedding, in.ids, 1, in.seq);
+  const size_t SH = g.inputs.size();
+  g.gradient.assign(SH, 0.0);
+  for (size_t first = 0; first < alphas.size(); first += gradient_chunk) {
+    const size_t B = std::min(gradient_chunk, alphas.size() - first);
+    const Tensor grads = batch_gradients(m, in, t, g.inputs, alphas.data() + first, B, g.values);
+    for (size_t b = 0; b < B; ++b)
+      for (size_t i = 0; i < SH; ++i) g.gradient[i] += weights[first + b] * double(grads.data()[b * SH + i]);
+  }
+  return g;
+}
+
+// Each token's attribution: x · gradient summed over the embedding dimension.
+std::vector<double> token_scores(const WeightedGradient& g) {
+  const size_t S = g.inputs.shape(1), H = g.inputs.shape(2);
+  std::vector<double> scores(S, 0.0);
+  for (size_t s = 0; s < S; ++s)
+    for (size_t d = 0; d < H; ++d) scores[s] += double(g.inputs.data()[s * H + d]) * g.gradient[s * H + d];
+  return scores;
+}
+
+// Captum's IntegratedGradients with its defaults: (x − 0) · Σ_k w_k ∂F/∂x(α_k · x) over Gauss–Legendre
+// nodes; F(x) and F(0) come from the same batches (two more rows, weighted 0) for the delta.
+void integrated_gradients(const LoadedModel& m, const ModelInput& in, size_t steps, Attribution& a) {
+  std::vector<double> alphas, weights;
+  gauss_legendre(steps, alphas, weights);
+  alphas.push_back(1.0), alphas.push_back(0.0);
+  weights.resize(alphas.size(), 0.0);
+  const WeightedGradient g = weighted_gradient(m, in, a.target, alphas, weights);
+  a.scores = token_scores(g);
+  a.steps = steps;
+  a.input_value = g.values[steps], a.baseline_value = g.values[steps + 1];
+  a.delta = std::accumulate(a.scores.begin(), a.scores.end(), 0.0) - (a.input_value - a.baseline_value);
+}
+
+// --- rollout and flow (Abnar & Zuidema 2020) ---
+
+using Matrix = std::vector<std::vector<double>>;
+
+// Each layer's attention with the residual as identity: 0.5 · (the heads' mean) + 0.5 · I, rows normalised.
+std::vector<Matrix> residual_attention(const LoadedModel& m, const Trace& run, size_t S) {
+  const ModelStages stages = m.stages();
+  std::vector<Matrix> out;
+  for (size_t l = 0; l < stages.layers; ++l) {
+    const Tensor& w = run.at(resolve_stage_name(stages, "blocks." + std::to_string(l) + ".attn.hook_pattern"));
+    const size_t n = w.shape(1);
+    Matrix a(S, std::vector<double>(S, 0.0));
+    for (size_t i = 0; i < S; ++i) {
+      for (size_t j = 0; j < S; ++j) {
+        for (size_t h = 0; h < n; ++h) a[i][j] += double(w.data()[(h * S + i) * S + j]);
+        a[i][j] = 0.5 * a[i][j] / double(n) + (i == j ? 0.5 : 0.0);
+      }
+      const double row = std::accumulate(a[i].begin(), a[i].end(), 0.0);
+      for (double& v : a[i]) v /= row;
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+// The positions whose inputs are followed: GPT-2's last (its next token), BERT's [CLS] (what its pooler
+// and sequence classifiers read), every position of the classifier (it pools their mean).
+std::vector<size_t> output_positions(const LoadedModel& m, size_t S) {
+  if (m.classifier) {
+    std::vector<size_t> all(S);
+    std::iota(all.begin(), all.end(), size_t(0));
+    return all;
+  }
+  return {is_bert(m) ? 0 : S - 1};
+}
+
+// The mean over the output positions of each input's share.
+std::vector<double> mean_rows(const Matrix& shares, const std::vector<size_t>& outputs) {
+  std::vector<double> mean(shares[0].size(), 0.0);
+  for (size_t o : outputs)
+    for (size_t j = 0; j < mean.size(); ++j) mean[j] += shares[o][j] / double(outputs.size());
+  return mean;
+}
+
+void rollout(const std::vector<Matrix>& layers, size_t S, Attribution& a) {
+  Matrix r(S, std::vector<double>(S, 0.0));
+  for (size_t i = 0; i < S; ++i) r[i][i] = 1.0;
+  for (const Matrix& layer : layers) {  // r ← A'_l · r
+    Matrix next(S, std::vector<double>(S, 0.0));
+    for (size_t i = 0; i < S; ++i)
+      for (size_t k = 0; k < S; ++k)
+        for (size_t j = 0; j < S; ++j) next[i][j] += layer[i][k] * r[k][j];
+    r = std::move(next);
+  }
+  a.scores = mean_rows(r, a.outputs);
+  for (const auto& row : r) a.rollout.insert(a.rollout.end(), row.begin(), row.end());
+}
+
+// Attention flow: the layer graph's nodes are (layer l ∈ 0…L, position i), an edge from (l, j) to (l + 1, i)
+// holding A'_l[i][j]; each output's maximum flows from the input tokens, normalised to sum to 1 (as
+// Abnar & Zuidema's compute_flows normalises them).
+void flow(const std::vector<Matrix>& layers, size_t S, Attribution& a) {
+  const size_t L = layers.size(), n = (L + 1) * S;
+  Matrix capacity(n, std::vector<double>(n, 0.0));
+  for (size_t l = 0; l < L; ++l)
+    for (size_t i = 0; i < S; ++i)
+      for (size_t j = 0; j < S; ++j) capacity[l * S + j][(l + 1) * S + i] = layers[l][i][j];
+  Matrix shares(S, std::vector<double>(S, 0.0));
+  for (size_t o : a.outputs) {
+    for (size_t j = 0; j < S; ++j) shares[o][j] = max_flow(capacity, j, L * S + o);
+    const double total = std::accumulate(shares[o].begin(), shares[o].end(), 0.0);
+    for (double& v : shares[o]) v /= total;
+  }
+  a.scores = mean_rows(shares, a.outputs);
+}
+
+// --- logit attribution (TransformerLens's apply_ln_to_stack with the cached final scale) ---
+
+void logit_attribution(const LoadedModel& m, const Trace& run, Attribution& a) {
+  if (!m.pretrained || m.pretrained->model.config.family != ModelFamily::gpt2)
+    throw InputError("logit-attribution decomposes GPT-2's residual stream into its heads' and MLPs' outputs; the "
+                     "classifier's post-norm layers and mean pooling do not add up that way");
+  const PretrainedModel& model = m.pretrained->model;
+  const size_t H = model.config.hidden_size, L = model.layers.size(), n = model.config.num_heads, dk = H / n;
+  const size_t p = a.target.position;
+  const float* unembed = model.word_embeddings.data() + size_t(a.target.id) * H;
+  // ln_f's scale at p, of the whole stream: √(var + eps), the same for every component.
+  const float* x = run.at(L ? "h." + std::to_string(L - 1) : "embeddings").data() + p * H;
+  double mean = 0, var = 0;
+  for (size_t j = 0; j < H; ++j) mean += x[j] / double(H);
+  for (size_t j = 0; j < H; ++j) var += (x[j] - mean) * (x[j] - mean) / double(H);
+  const double scale = std::sqrt(var + model.config.layer_norm_eps);
+  // A component v adds (v − mean(v)) / scale · (ln_f.weight ⊙ W_U[target]); centring the direction
+  // instead of v gives the same sum.
+  std::vector<double> d(H);
+  for (size_t j = 0; j < H; ++j) d[j] = double(model.final_norm.weight.data()[j]) * unembed[j];
+  const double d_mean = std::accumulate(d.begin(), d.end(), 0.0) / double(H);
+  for (double& v : d) v = (v - d_mean) / scale;
+  auto along = [&](const float* v) {
+    double s = 0;
+    for (size_t j = 0; j < H; ++j) s += v[j] * d[j];
+    return s;
+  };
+  auto add = [&](const std::string& name, double value) { a.components.push_back(name), a.contributions.push_back(value); };
+  add("embed", along(run.at("wte").data() + p * H));
+  add("pos_embed", along(run.at("wpe").data() + p * H));
+  for (size_t l = 0; l < L; ++l) {
+    const std::string prefix = "h." + std::to_string(l) + ".", name = "L" + std::to_string(l);
+    const Linear& out = model.layers[l].output;  // W_O [H, H] (out, in)
+    const float* z = run.at(prefix + "attn.merged").data() + p * H;
+    for (size_t h = 0; h < n; ++h) {  // the head's result z_h · W_O[h], read along d
+      double s = 0;
+      for (size_t k = h * dk; k < (h + 1) * dk; ++k)
+        for (size_t j = 0; j < H; ++j) s += double(z[k]) * out.weight.data()[j * H + k] * d[j];
+      add(name + "H" + std::to_string(h), s);
+    }
+    add(name + ".attn_bias", along(out.bias.data()));
+    add(name + ".mlp_out", along(run.at(prefix + "mlp.c_proj").data() + p * H));
+  }
+  double bias = 0;
+  for (size_t j = 0; j < H; ++j) bias += double(model.final_norm.bias.data()[j]) * unembed[j];
+  add("ln_f.bias", bias);
+}
+
+}  // namespace
+
+AttributionMethod parse_attribution_method(const std::string& text) {
+  for (AttributionMethod method : all_methods)
+    if (text == attribution_method_name(method)) return method;
+  throw InputError("--method: unknown method '" + text +
+                   "' (expected integrated-gradients, gradient-x-input, rollout, flow or logit-attribution)");
+}
+
+std::string attribution_method_name(AttributionMethod method) {
+  switch (method) {
+    case AttributionMethod::integrated_gradients: return "integrated-gradients";
+    case AttributionMethod::gradient_x_input: return "gradient-x-input";
+    case AttributionMethod::rollout: return "rollout";
+    case AttributionMethod::flow: return "flow";
+    case AttributionMethod::logit_attribution: return "logit-attribution";
+  }
+  return "";
+}
+
+Attribution attribute(const LoadedModel& m, const ModelInput& in, const AttributionOptions& o) {
+  if (in.batch != 1) throw InputError("attribution takes one input");
+  if (o.steps == 0 || o.steps > max_steps)
+    throw InputError("--steps " + std::to_string(o.steps) + " is outside 1 to " + std::to_string(max_steps));
+  const Trace run = m.forward(in);
+  Attribution a;
+  a.method = o.method;
+  a.target = choose_target(m, in, run, o);
+  const size_t S = in.seq;
+  switch (o.method) {
+    case AttributionMethod::integrated_gradients: integrated_gradients(m, in, o.steps, a); break;
+    case AttributionMethod::gradient_x_input: a.scores = token_scores(weighted_gradient(m, in, a.target, {1.0}, {1.0})); break;
+    case AttributionMethod::rollout:
+      a.outputs = output_positions(m, S);
+      rollout(residual_attention(m, run, S), S, a);
+      break;
+    case AttributionMethod::flow:
+      a.outputs = output_positions(m, S);
+      flow(residual_attention(m, run, S), S, a);
+      break;
+    case AttributionMethod::logit_attribution: logit_attribution(m, run, a); break;
+  }
+  return a;
+}
+
+void gauss_legendre(size_t n, std::vector<double>& alphas, std::vector<double>& weights) {
+  alphas.assign(n, 0.0), weights.assign(n, 0.0);
+  const double pi = std::acos(-1.0);
+  for (size_t i = 0; i < n; ++i) {
+    // Newton's method on P_n from the classic first guess; its roots descend from cos(π (i + 0.75) / (n + 0.5)).
+    double x = std::cos(pi * (double(i) + 0.75) / (double(n) + 0.5)), dp = 1;
+    for (int iteration = 0; iteration < 100; ++iteration) {
+      double p0 = 1, p1 = x;  // P_0, P_1, then the recurrence up to P_n
+      for (size_t k = 2; k <= n; ++k) {
+        const double p2 = ((2.0 * double(k) - 1) * x * p1 - (double(k) - 1) * p0) / double(k);
+        p0 = p1, p1 = p2;
+      }
+      dp = double(n) * (x * p1 - p0) / (x * x - 1);
+      const double step = p1 / dp;
+      x -= step;
+      if (std::abs(step) < 1e-16) break;
+    }
+    // Ascending nodes on [−1, 1] map to [0, 1]; each weight 2 / ((1 − x²) P_n'(x)²), halved.
+    alphas[n - 1 - i] = 0.5 * (x + 1);
+    weights[n - 1 - i] = 0.5 * 2 / ((1 - x * x) * dp * dp);
+  }
+}
+
+double max_flow(std::vector<std::vector<double>> c, size_t source, size_t sink) {
+  const size_t n = c.size();
+  // Residual capacities below this count as none: float sums leave crumbs that would never end the search.
+  constexpr double tiny = 1e-12;
+  std::vector<std::vector<size_t>> neighbours(n);
+  for (size_t u = 0; u < n; ++u)
+    for (size_t v = 0; v < n; ++v)
+      if (c[u][v] > 0 || c[v][u] > 0) neighbours[u].push_back(v);
+  double total = 0;
+  std::vector<size_t> parent(n);
+  for (;;) {  // the shortest augmenting path (breadth first), until none is left
+    std::fill(parent.begin(), parent.end(), n);
+    parent[source] = source;
+    std::queue<size_t> queue;
+    queue.push(source);
+    while (!queue.empty() && parent[sink] == n) {
+      const size_t u = queue.front();
+      queue.pop();
+      for (size_t v : neighbours[u])
+        if (parent[v] == n && c[u][v] > tiny) parent[v] = u, queue.push(v);
+    }
+    if (parent[sink] == n || source == sink) return total;
+    double push = std::numeric_limits<double>::infinity();
+    for (size_t v = sink; v != source; v = parent[v]) push = std::min(push, c[parent[v]][v]);
+    for (size_t v = sink; v != source; v = parent[v]) c[parent[v]][v] -= push, c[v][parent[v]] += push;
+    total += push;
+  }
+}
+
+}  // namespace attn
