@@ -365,12 +365,15 @@ struct DecoderRun {
   }
   std::string json() const {
     const DecoderConfig& c = model.config;
+    std::vector<size_t> kv_head_of(c.num_heads);  // query head h reads key/value head h / group (repeat_kv)
+    for (size_t h = 0; h < c.num_heads; ++h) kv_head_of[h] = h / c.group();
     Json doc = {{"family", c.model_type},
                 {"architecture", c.architecture},
                 {"config",
                  {{"vocab_size", c.vocab_size}, {"hidden_size", c.hidden_size}, {"num_heads", c.num_heads},
                   {"num_key_value_heads", c.num_kv_heads}, {"head_dim", c.head_dim}, {"num_layers", c.num_layers},
-                  {"intermediate_size", c.intermediate_size}, {"max_positions", c.max_positions}}},
+                  {"intermediate_size", c.intermediate_size}, {"max_positions", c.max_positions},
+                  {"key_value_head_of_query_head", kv_head_of}}},
                 {"ignored", model.ignored},
                 {"input_ids", rows}};
     if (!tokens.empty()) doc["tokens"] = tokens;

@@ -83,7 +83,7 @@ attn_cli_case(encode_gpt2_by_name 0 "\"next_tokens\":\\[\\[\\{\"id\":[0-9]+,\"to
 # tokenizer.json (llama_tiny's is shaped as Llama 2's: <s> from its post-processor, ▁ for spaces).
 attn_cli_case(decoder_encode 0 "LlamaForCausalLM \\(llama\\): 2 layers, hidden 32, 4 query heads on 2 key/value heads of 8.*model.layers.1.self_attn.keys_rotated torch.Size\\(\\[2, 2, 4, 8\\]\\).*logits torch.Size\\(\\[2, 4, 64\\]\\).*next token after sequence 2:\n +0\\.[0-9]+ +[0-9]+\n"
               encode --model-dir "${pre}/llama3_gqa" --ids "5 17 42 3" --ids "1 2 3 4" --top-k 2)
-attn_cli_case(decoder_json 0 "^\\{\"family\":\"qwen3\",\"architecture\":\"Qwen3ForCausalLM\".*\"name\":\"model.layers.0.self_attn.q_norm\",\"shape\":\\[1,4,3,16\\]"
+attn_cli_case(decoder_json 0 "^\\{\"family\":\"qwen3\",\"architecture\":\"Qwen3ForCausalLM\".*\"key_value_head_of_query_head\":\\[0,0,1,1\\].*\"name\":\"model.layers.0.self_attn.q_norm\",\"shape\":\\[1,4,3,16\\]"
               encode --model-dir "${pre}/qwen3_norm" --ids "1 2 3" --json)
 attn_cli_case(decoder_sentence 0 "^LlamaForCausalLM \\(llama\\).*\n\\['<s>', '▁the', '▁cat', '▁sat'\\]\n\\['<s>', '▁a', '▁dog', '▁ran'\\]\n.*logits torch.Size\\(\\[2, 4, 64\\]\\).*next token after sequence 2:\n +0\\.[0-9]+ +[0-9]+  [^\n]+\n"
               encode --model-dir "${pre}/llama_tiny" --sentence "the cat sat" --sentence "a dog ran" --top-k 2)

@@ -437,6 +437,15 @@ Trace decoder_forward(const DecoderModel& m, const std::vector<int64_t>& ids, si
   return t;
 }
 
+std::vector<NamedTensor> decoder_state_dict(const DecoderModel& m) {
+  std::vector<NamedTensor> out;
+  // expected_tensors hands out the tensors' addresses to load into; here they are only read. The one
+  // tensor not required is a tied lm_head.
+  for (const auto& [name, e] : expected_tensors(const_cast<DecoderModel&>(m)))
+    if (e.required) out.push_back({name, *e.into});
+  return out;
+}
+
 Tensor decoder_unembed(const DecoderModel& m, const Tensor& x) {
   return linear(rms_norm(x, m.norm, m.config.rms_norm_eps), m.lm_head);
 }

@@ -88,6 +88,9 @@ RotaryFrequencies rotary_frequencies(const DecoderConfig& config);
 // [B, n, S, past + S]; an empty cache starts one.
 Trace decoder_forward(const DecoderModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
                       const Hooks* hooks = nullptr, KeyValueCache* cache = nullptr);
+// Every tensor under Hugging Face's name, as {Llama,…}ForCausalLM.state_dict() gives it (a tied lm_head
+// left out, as save_pretrained leaves it).
+std::vector<NamedTensor> decoder_state_dict(const DecoderModel& model);
 // The logits a residual stream x [B, S, H] would give as the last layer's output: lm_head(model.norm(x)).
 Tensor decoder_unembed(const DecoderModel& model, const Tensor& x);
 
