@@ -71,7 +71,7 @@ void add_heads_command(CLI::App& app, HeadsOptions& o);
 struct PatchOptionsCli {
   ModelOptions model;
   PatchMetricOptions metric;  // core/model/patching.hpp
-  std::string clean, corrupted, sweep = "heads,resid_pre,attn_out,mlp_out";
+  std::string clean, corrupted, clean_ids, corrupted_ids, sweep = "heads,resid_pre,attn_out,mlp_out";
   bool json = false, quiet = false;
 };
 void add_patch_command(CLI::App& app, PatchOptionsCli& o);
@@ -84,8 +84,8 @@ struct AttributeOptions {
 void add_attribute_command(CLI::App& app, AttributeOptions& o);
 
 struct GenerateOptions {
-  ModelOptions model;  // a GPT-2 checkpoint's files
-  std::string prompt, max_new_tokens = "20", temperature = "1", top_k = "0", top_p = "1", seed = "0", threads = "auto";
+  ModelOptions model;  // a GPT-2 checkpoint's files, or a Llama-family decoder's
+  std::string prompt, prompt_ids, max_new_tokens = "20", temperature = "1", top_k = "0", top_p = "1", seed = "0", threads = "auto";
   bool json = false, quiet = false;
 };
 void add_generate_command(CLI::App& app, GenerateOptions& o);

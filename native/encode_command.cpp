@@ -342,12 +342,14 @@ struct DecoderRun {
   std::vector<std::vector<int64_t>> rows;
   std::vector<std::vector<std::string>> tokens;  // each row's labels, when the tokenizer made the rows
   Trace trace;
+  Ablation ablation;
   std::vector<std::vector<NextToken>> next;
+  std::optional<LogitLens> lens;
 
   std::string text() const {
     const DecoderConfig& c = model.config;
     std::ostringstream out;
-    out << c.architecture << " (" << c.model_type << "): " << c.num_layers << " layers, hidden " << c.hidden_size
+    out << ablation_text(ablation) << c.architecture << " (" << c.model_type << "): " << c.num_layers << " layers, hidden " << c.hidden_size
         << ", " << c.num_heads << " query heads on " << c.num_kv_heads << " key/value heads of " << c.head_dim
         << ", intermediate " << c.intermediate_size << "\n";
     if (!model.ignored.empty()) {
@@ -358,21 +360,27 @@ struct DecoderRun {
     for (const auto& row : tokens) out << python_list_repr(row) << "\n";
     write_stages(out, trace);
     write_next_tokens(out, next, "sequence", tokenizer.has_value());
+    if (lens) out << lens_text(*lens, [this](int64_t id) { return id_label(id); });
     return out.str();
   }
   std::string json() const {
     const DecoderConfig& c = model.config;
+    std::vector<size_t> kv_head_of(c.num_heads);  // query head h reads key/value head h / group (repeat_kv)
+    for (size_t h = 0; h < c.num_heads; ++h) kv_head_of[h] = h / c.group();
     Json doc = {{"family", c.model_type},
                 {"architecture", c.architecture},
                 {"config",
                  {{"vocab_size", c.vocab_size}, {"hidden_size", c.hidden_size}, {"num_heads", c.num_heads},
                   {"num_key_value_heads", c.num_kv_heads}, {"head_dim", c.head_dim}, {"num_layers", c.num_layers},
-                  {"intermediate_size", c.intermediate_size}, {"max_positions", c.max_positions}}},
+                  {"intermediate_size", c.intermediate_size}, {"max_positions", c.max_positions},
+                  {"key_value_head_of_query_head", kv_head_of}}},
                 {"ignored", model.ignored},
                 {"input_ids", rows}};
     if (!tokens.empty()) doc["tokens"] = tokens;
     doc["stages"] = stages_json(trace);
     doc["next_tokens"] = next_tokens_json(next);
+    if (!ablation.empty()) doc["ablation"] = ablation_json(ablation);
+    if (lens) doc["logit_lens"] = lens_json(*lens, [this](int64_t id) { return id_label(id); });
     return doc.dump();
   }
   // A next token's label: none without a tokenizer, "<id N>" for a row of the embedding beyond its vocabulary.
@@ -380,6 +388,8 @@ struct DecoderRun {
     if (!tokenizer) return std::string();
     return size_t(id) < tokenizer->size() ? tokenizer->label(id) : "<id " + std::to_string(id) + ">";
   }
+  // The same, "<id N>" where there is no tokenizer (the logit lens's table needs a label).
+  std::string id_label(int64_t id) const { return tokenizer ? label(id) : "<id " + std::to_string(id) + ">"; }
 };
 
 // The rows, of one length (the decoder runs without padding): --ids, or the sentences through the
@@ -409,10 +419,10 @@ void decoder_rows(const EncodeOptions& o, DecoderRun& run) {
 }
 
 void run_decoder(const EncodeOptions& o, const PretrainedFiles& files, const Json& config_json) {
-  if (!o.backend.empty() || !o.save_weights.empty() || !o.ablate.empty() || !o.ablate_mlp.empty() || o.logit_lens ||
-      !o.plot.stage.empty())
-    throw InputError("a Llama-family checkpoint runs stage by stage only so far: drop --backend, --save-weights, --ablate, "
-                     "--ablate-mlp, --logit-lens and --plot");
+  if (!o.backend.empty() || !o.save_weights.empty() || !o.plot.stage.empty())
+    throw InputError("a Llama-family checkpoint runs stage by stage only so far: drop --backend, --save-weights and --plot");
+  if (!o.mean_data.empty())
+    throw InputError("--mean-data is not supported for a Llama-family checkpoint yet: mean ablation takes the inputs' means");
   const size_t k = parse_size("--top-k", o.top_k, 1);
   const double temperature = parse_number("--temperature", o.temperature);
   auto run = std::make_shared<DecoderRun>();
@@ -424,13 +434,17 @@ void run_decoder(const EncodeOptions& o, const PretrainedFiles& files, const Jso
   std::vector<int64_t> ids;
   for (const auto& row : run->rows) ids.insert(ids.end(), row.begin(), row.end());
   const size_t batch = run->rows.size(), seq = run->rows[0].size();
-  run->trace = decoder_forward(run->model, ids, batch, seq);
+  const ModelStages stages = model_stages(run->model.config);
+  run->ablation = ablation_of(o, stages);
+  const auto forward = [&](const Hooks* h) { return decoder_forward(run->model, ids, batch, seq, h); };
+  run->trace = ablated_trace(run->ablation, stages, std::vector<size_t>(batch, seq), forward);
   const Tensor& logits = run->trace.at("logits");
   const size_t V = logits.shape(2);
   for (size_t row = 0; row < batch; ++row)
     run->next.push_back(top_next_tokens(logits.data() + (row * seq + seq - 1) * V, V, k, temperature,
                                         [run](int64_t id) { return run->label(id); }));
   if (!o.save_npy.empty()) save_npy_dir(o.save_npy, run->trace);
+  if (o.logit_lens) run->lens = logit_lens(run->model, run->trace, k);
   emit({std::shared_ptr<const Trace>(run, &run->trace), run->tokens, [run] { return run->json(); },
         [run] { return run->text(); }},
        o.json, o.result);

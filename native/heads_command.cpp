@@ -107,6 +107,7 @@ std::string scores_table(const HeadScores& s) {
 
 // The earlier head's writing read by the later one, for every pair of layers (core/model/circuits.hpp).
 std::vector<CompositionScores> compositions(const LoadedModel& m) {
+  if (m.decoder) throw InputError("--composition does not take a Llama-family decoder yet (docs/decoders.md)");
   const std::vector<EncoderLayer>& layers = m.pretrained ? m.pretrained->model.layers : m.classifier->layers;
   if (layers.size() < 2)
     throw InputError("--composition: heads compose across layers, and the model has " + std::to_string(layers.size()));

@@ -35,10 +35,20 @@ std::string sweep_table(const PatchSweep& s, const std::vector<std::string>& tok
   return out + "\n";
 }
 
+// `flag` TEXT through the model's tokenizer, or `flag`-ids (a decoder without tokenizer.json).
+ModelInput input_of(const LoadedModel& m, const std::string& flag, const std::string& text, const std::string& ids) {
+  if (text.empty() == ids.empty()) throw InputError("give " + flag + " TEXT or " + flag + "-ids \"1 2 3\"");
+  return ids.empty() ? m.tokenize({text}) : m.from_ids({parse_id_list(ids, 1)});
+}
+
 void run(const PatchOptionsCli& o) {
   if (o.model.train) throw InputError("attn patch runs the model in evaluation mode: drop --train");
-  const LoadedModel m = load_model(o.model, {o.clean, o.corrupted});
-  const ModelInput clean = m.tokenize({o.clean}), corrupted = m.tokenize({o.corrupted});
+  std::vector<std::string> sentences;  // the classifier's vocabulary comes from them
+  for (const std::string& s : {o.clean, o.corrupted})
+    if (!s.empty()) sentences.push_back(s);
+  const LoadedModel m = load_model(o.model, sentences);
+  const ModelInput clean = input_of(m, "--clean", o.clean, o.clean_ids);
+  const ModelInput corrupted = input_of(m, "--corrupted", o.corrupted, o.corrupted_ids);
   const std::vector<PatchKind> kinds = parse_patch_kinds(o.sweep);
   const PatchMetricChoice metric = patch_metric(m, clean, o.metric);
   const Patching p = activation_patching(m, clean, corrupted, metric.function, kinds);
@@ -70,8 +80,10 @@ void add_patch_command(CLI::App& app, PatchOptionsCli& o) {
                                           "position and block restores in a corrupted one (TransformerLens's patching)");
   add_model_options(*cmd, o.model);
   add_pretrained_options(*cmd, o.model);
-  cmd->add_option("--clean", o.clean, "the clean input")->required();
-  cmd->add_option("--corrupted", o.corrupted, "the corrupted input (the same number of tokens)")->required();
+  cmd->add_option("--clean", o.clean, "the clean input");
+  cmd->add_option("--corrupted", o.corrupted, "the corrupted input (the same number of tokens)");
+  cmd->add_option("--clean-ids", o.clean_ids, "or the clean input's token ids, \"1 2 3\"");
+  cmd->add_option("--corrupted-ids", o.corrupted_ids, "or the corrupted input's token ids");
   cmd->add_option("--answer", o.metric.answer, "GPT-2: the token the clean input predicts (one token, e.g. ' Paris')");
   cmd->add_option("--answer-id", o.metric.answer_id, "GPT-2: --answer as a token id");
   cmd->add_option("--wrong", o.metric.wrong, "GPT-2: the token the corrupted input predicts instead");

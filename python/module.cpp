@@ -72,6 +72,7 @@ CLI::App& subcommand(cli::CommandLine& commands, const std::string& name) {
 // The checkpoint a Model keeps loaded between calls (EncodeOptions::checkpoint_cache).
 struct Checkpoint {
   std::shared_ptr<const Pretrained> loaded;
+  std::shared_ptr<const DecoderModel> decoder;  // a Llama-family folder's (attn encode reloads it per run)
 };
 
 // --- traces ---
@@ -140,28 +141,32 @@ py::dict numpy_dict(const std::vector<NamedTensor>& tensors) {
 }
 
 // The model attn encode's options `args` (as `encode ARGS`) name, loaded (a checkpoint into
-// `checkpoint`, kept) and handed to `use`: the checkpoint's or the classifier's.
-using ModelUse = std::function<void(const PretrainedModel*, const TransformerModel*)>;
+// `checkpoint`, kept) and handed to `use`: its state dict, when `use` asks for it.
+using ModelUse = std::function<void(const std::function<std::vector<NamedTensor>()>& state_dict)>;
 void with_model(const std::vector<std::string>& args, Checkpoint& checkpoint, const ModelUse& use) {
   cli::CommandLine commands;
   cli::EncodeOptions& o = commands.encode;
   subcommand(commands, "encode").callback([&] {
     cli::resolve_model(o.model, o.quiet);
-    if (const auto files = pretrained_files(o.model)) {
-      if (!checkpoint.loaded) checkpoint.loaded = std::make_shared<const Pretrained>(load_pretrained_files(*files));
-      return use(&checkpoint.loaded->model, nullptr);
+    if (pretrained_files(o.model)) {
+      if (!checkpoint.loaded && !checkpoint.decoder) {
+        const LoadedModel m = load_model(o.model, {});  // a decoder or a BERT / GPT-2 checkpoint
+        checkpoint.loaded = m.pretrained;
+        checkpoint.decoder = m.decoder;
+      }
+      if (checkpoint.decoder) return use([&] { return decoder_state_dict(*checkpoint.decoder); });
+      return use([&] { return pretrained_state_dict(checkpoint.loaded->model); });
     }
     if (o.model.train) throw InputError("--train: a model's parameters are the same in either mode; drop it");
-    use(nullptr, load_model(o.model, o.sentences.resolve(tutorial_sentences())).classifier.get());
+    const LoadedModel m = load_model(o.model, o.sentences.resolve(tutorial_sentences()));
+    use([&] { return state_dict(*m.classifier); });
   });
   run_commands(commands, args);
 }
 
 py::dict model_state_dict(const std::vector<std::string>& args, Checkpoint& checkpoint) {
   std::vector<NamedTensor> tensors;
-  with_model(args, checkpoint, [&](const PretrainedModel* p, const TransformerModel* c) {
-    tensors = p ? pretrained_state_dict(*p) : state_dict(*c);
-  });
+  with_model(args, checkpoint, [&](const auto& state_dict) { tensors = state_dict(); });
   return numpy_dict(tensors);
 }
 
@@ -268,7 +273,7 @@ PYBIND11_MODULE(_attnlab, m) {
         "runs attn ARGS; returns (exit status, printed text, Trace or None)");
   m.def("state_dict", &model_state_dict, py::arg("args"), py::arg("checkpoint"));
   m.def(
-      "load", [](const std::vector<std::string>& args, Checkpoint& c) { with_model(args, c, [](auto, auto) {}); },
+      "load", [](const std::vector<std::string>& args, Checkpoint& c) { with_model(args, c, [](const auto&) {}); },
       py::arg("args"), py::arg("checkpoint"), "loads the model `encode ARGS` names (a checkpoint into `checkpoint`)");
   m.def("train", &run_training, py::arg("args"), py::arg("on_record"));
   m.def("trains_language_model", &trains_language_model, py::arg("args"));

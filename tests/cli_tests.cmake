@@ -83,7 +83,7 @@ attn_cli_case(encode_gpt2_by_name 0 "\"next_tokens\":\\[\\[\\{\"id\":[0-9]+,\"to
 # tokenizer.json (llama_tiny's is shaped as Llama 2's: <s> from its post-processor, ▁ for spaces).
 attn_cli_case(decoder_encode 0 "LlamaForCausalLM \\(llama\\): 2 layers, hidden 32, 4 query heads on 2 key/value heads of 8.*model.layers.1.self_attn.keys_rotated torch.Size\\(\\[2, 2, 4, 8\\]\\).*logits torch.Size\\(\\[2, 4, 64\\]\\).*next token after sequence 2:\n +0\\.[0-9]+ +[0-9]+\n"
               encode --model-dir "${pre}/llama3_gqa" --ids "5 17 42 3" --ids "1 2 3 4" --top-k 2)
-attn_cli_case(decoder_json 0 "^\\{\"family\":\"qwen3\",\"architecture\":\"Qwen3ForCausalLM\".*\"name\":\"model.layers.0.self_attn.q_norm\",\"shape\":\\[1,4,3,16\\]"
+attn_cli_case(decoder_json 0 "^\\{\"family\":\"qwen3\",\"architecture\":\"Qwen3ForCausalLM\".*\"key_value_head_of_query_head\":\\[0,0,1,1\\].*\"name\":\"model.layers.0.self_attn.q_norm\",\"shape\":\\[1,4,3,16\\]"
               encode --model-dir "${pre}/qwen3_norm" --ids "1 2 3" --json)
 attn_cli_case(decoder_sentence 0 "^LlamaForCausalLM \\(llama\\).*\n\\['<s>', '▁the', '▁cat', '▁sat'\\]\n\\['<s>', '▁a', '▁dog', '▁ran'\\]\n.*logits torch.Size\\(\\[2, 4, 64\\]\\).*next token after sequence 2:\n +0\\.[0-9]+ +[0-9]+  [^\n]+\n"
               encode --model-dir "${pre}/llama_tiny" --sentence "the cat sat" --sentence "a dog ran" --top-k 2)
@@ -99,6 +99,21 @@ attn_cli_case(decoder_no_tokenizer 2 "--sentence needs the model's tokenizer.jso
 attn_cli_case(decoder_no_ids 2 "this model's folder has no tokenizer.json: give token ids with --ids"
               encode --model-dir "${pre}/mistral_window")
 attn_cli_case(decoder_id_outside 2 "token id 64 is outside the model's 64 rows" encode --model-dir "${pre}/mistral_window" --ids "1 64")
+# Their interventions against PyTorch's hooks (decoder_check.py: ablation of query heads and of key/value
+# heads with their groups, the logit lens), and the bad inputs.
+add_test(NAME cli.decoder_interventions COMMAND /usr/bin/python3 "${CMAKE_CURRENT_SOURCE_DIR}/decoder_check.py" $<TARGET_FILE:attn>)
+attn_cli_case(decoder_ablate_kv_range 2 "--ablate kv0.2: key/value head 2 is out of range \\(layer 0 has 2 key/value heads\\)"
+              encode --model-dir "${pre}/llama3_gqa" --ids "1 2" --ablate kv0.2)
+attn_cli_case(decoder_ablate_kv_syntax 2 "--ablate expects kvLAYER.HEAD for a key/value head \\(e.g. kv1.0\\), got 'kv1'"
+              encode --model-dir "${pre}/llama3_gqa" --ids "1 2" --ablate kv1)
+attn_cli_case(decoder_ablate_kv_layer 2 "--ablate: layer 2 is out of range \\(the model has 2 layers, 0 to 1\\)"
+              encode --model-dir "${pre}/llama3_gqa" --ids "1 2" --ablate kv2.0)
+attn_cli_case(decoder_ablate_head_range 2 "--ablate 1.4: head 4 is out of range \\(layer 1 has 4 heads\\)"
+              encode --model-dir "${pre}/mistral_window" --ids "1 2" --ablate 1.4)
+attn_cli_case(decoder_mean_data 2 "--mean-data is not supported for a Llama-family checkpoint yet"
+              encode --model-dir "${pre}/llama3_gqa" --ids "1 2" --ablate 0.1 --ablation mean --mean-data x.txt)
+attn_cli_case(decoder_lens 0 "logit lens \\(each position's most likely next token\\):\nitem 1:\nmodel.embed_tokens .*\nmodel.layers.1 "
+              encode --model-dir "${pre}/llama3_gqa" --ids "1 2 3" --logit-lens)
 attn_cli_case(encode_gpt2_temperature 2 "temperature must be a positive number"
               encode --model-dir "${pre}/gpt2_tiny" --sentence "the dog" --temperature 0)
 attn_cli_case(encode_pretrained_seed 2 "--seed is an option of the tutorial's classifier, not of a checkpoint"
@@ -132,6 +147,7 @@ attn_cli_case(ablate_syntax 2 "--ablate expects LAYER.HEAD items separated by co
 attn_cli_case(ablate_empty_item 2 "--ablate expects LAYER.HEAD items.*got ''" ${abl} --ablate 0.1,)
 attn_cli_case(ablate_mlp_range 2 "--ablate-mlp: layer 5 is out of range" ${abl} --ablate-mlp 5)
 attn_cli_case(ablation_kind 2 "--ablation expects zero or mean, got 'half'" ${abl} --ablate 0.1 --ablation half)
+attn_cli_case(ablate_kv_not_decoder 2 "--ablate kv0.1: key/value heads are the Llama family's; each head of the tutorial's classifier has its own" ${abl} --ablate kv0.1)
 attn_cli_case(ablation_alone 2 "--ablation and --mean-data apply to --ablate or --ablate-mlp" ${abl} --ablation mean)
 attn_cli_case(ablation_mean_data_zero 2 "--mean-data gives the means of --ablation mean" ${abl} --ablate 0.1 --mean-data x.txt)
 attn_cli_case(ablation_mean_data_missing 2 "cannot read sentences file '/nonexistent.txt'"
@@ -188,7 +204,8 @@ attn_cli_case(patch_same_metric 2 "the clean and corrupted runs give the same me
               patch --num-layers 1 --clean "a b" --corrupted "a b" --label 0)
 attn_cli_case(patch_unknown_word 2 "unknown token" ${cls} --label 0 --vocab "${CMAKE_CURRENT_SOURCE_DIR}/data/vocab.json")
 attn_cli_case(patch_train 2 "attn patch runs the model in evaluation mode: drop --train" ${cls} --label 0 --train)
-attn_cli_case(patch_required 2 "--corrupted is required" patch --clean "a b")
+attn_cli_case(patch_required 2 "give --corrupted TEXT or --corrupted-ids" patch --clean "a b")
+attn_cli_case(patch_text_and_ids 2 "give --clean TEXT or --clean-ids" patch --clean "a b" --clean-ids "1 2" --corrupted "a c")
 attn_cli_case(patch_text 0 "corrupted: \\['a', 'd', 'c'\\].*6 patched runs, 9 layers computed \\(12 without resuming.*heads \\(recovery, layer × head\\):\n +head 0 +head 1\nlayer 0 "
               ${cls} --label 1 --sweep heads,mlp_out)
 attn_cli_case(lens_bert 2 "--logit-lens reads GPT-2's unembedding or a classifier's head; BERT's base model has neither"
@@ -250,7 +267,20 @@ attn_cli_case(bench_backend_unknown 2 "backend" bench --backend tpu gemm)
 add_test(NAME cli.generate COMMAND /usr/bin/python3 "${CMAKE_CURRENT_SOURCE_DIR}/generate_check.py" $<TARGET_FILE:attn>)
 set(gen generate --model-dir "${pre}/gpt2_tiny")
 attn_cli_case(generate_text 0 "the cat sat.*\n\n  step      id  probability  token\n     1 " ${gen} --prompt "the cat sat" --max-new-tokens 3)
-attn_cli_case(generate_no_prompt 2 "--prompt is required" ${gen})
+attn_cli_case(generate_no_prompt 2 "give the prompt as --prompt TEXT or --prompt-ids" ${gen})
+attn_cli_case(generate_two_prompts 2 "give the prompt as --prompt TEXT or --prompt-ids" ${gen} --prompt "the" --prompt-ids "1 2")
+attn_cli_case(generate_bad_prompt_ids 2 "--ids" ${gen} --prompt-ids "1 x")
+# A Llama-family decoder (docs/decoders.md#generation): its cache holds the key/value heads only.
+attn_cli_case(generate_decoder 0 "^<s> the cat.*\n\n  step      id  probability  token\n     1 "
+              generate --model-dir "${pre}/llama_tiny" --prompt "the cat" --max-new-tokens 3)
+attn_cli_case(generate_decoder_ids 0 "^<id 5> <id 17> <id 42>.*\n     4 "
+              generate --model-dir "${pre}/llama3_gqa" --prompt-ids "5 17 42" --max-new-tokens 4)
+attn_cli_case(generate_decoder_no_tokenizer 2 "--prompt needs the model's tokenizer.json, which its folder lacks"
+              generate --model-dir "${pre}/mistral_window" --prompt "the")
+attn_cli_case(generate_decoder_id_outside 2 "prompt id 64 is outside the model's 64 tokens"
+              generate --model-dir "${pre}/mistral_window" --prompt-ids "1 64")
+attn_cli_case(generate_decoder_too_long 2 "the prompt's 2 tokens and 63 new ones make more than the model's 64 positions"
+              generate --model-dir "${pre}/mistral_window" --prompt-ids "1 2" --max-new-tokens 63)
 attn_cli_case(generate_no_model 2 "attn generate needs a GPT-2 checkpoint" generate --prompt "the")
 attn_cli_case(generate_bert 2 "generation needs a GPT-2 checkpoint \\(this one is BERT\\)"
               generate --model-dir "${pre}/bert_tiny" --prompt "the")

@@ -48,14 +48,22 @@ def warp(logits, temperature, top_k, top_p):
     return scores
 
 
-def reference(model, prompt_ids, new_tokens, temperature, top_k, top_p, seed, end_id):
-    torch.manual_seed(seed)
-    ids, out = list(prompt_ids), []
-    for _ in range(new_tokens):
+def gpt2_step(model):
+    """The whole sequence through GPT-2: the last position's logits, each layer's attention from it."""
+    def step(ids):
         P.STAGES.clear()
         with torch.no_grad():
             logits = model(torch.tensor([ids]))[0, -1]
-        attention = [P.STAGES[f"h.{l}.attn.attn_weights"][0, :, -1] for l in range(len(model.transformer.h))]
+        return logits, [P.STAGES[f"h.{l}.attn.attn_weights"][0, :, -1] for l in range(len(model.transformer.h))]
+    return step
+
+
+def reference(step, prompt_ids, new_tokens, temperature, top_k, top_p, seed, end_id):
+    """Generation by `step` (ids -> last logits, attention per layer), greedy or drawn as attn draws."""
+    torch.manual_seed(seed)
+    ids, out = list(prompt_ids), []
+    for _ in range(new_tokens):
+        logits, attention = step(ids)
         if temperature == 0:
             probs = torch.softmax(logits, dim=-1)
             token = int(torch.argmax(logits))
@@ -83,7 +91,7 @@ def case(attn, model, vocab, name, prompt, new_tokens, temperature=0.0, top_k=0,
     args = ["--max-new-tokens", str(new_tokens), "--temperature", str(temperature), "--top-k", str(top_k),
             "--top-p", str(top_p), "--seed", str(seed)]
     ours = attn_generate(attn, prompt, args)
-    theirs = reference(model, ours["prompt"]["ids"], new_tokens, temperature, top_k, top_p, seed,
+    theirs = reference(gpt2_step(model), ours["prompt"]["ids"], new_tokens, temperature, top_k, top_p, seed,
                        vocab.get("<|endoftext|>"))
     got = [t["id"] for t in ours["generated"]]
     want = [t for t, _, _ in theirs]

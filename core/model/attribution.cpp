@@ -290,6 +290,7 @@ std::string attribution_method_name(AttributionMethod method) {
 }
 
 Attribution attribute(const LoadedModel& m, const ModelInput& in, const AttributionOptions& o) {
+  if (m.decoder) throw InputError("attribution does not take a Llama-family decoder yet (docs/decoders.md)");
   if (in.batch != 1) throw InputError("attribution takes one input");
   if (o.steps == 0 || o.steps > max_steps)
     throw InputError("--steps " + std::to_string(o.steps) + " is outside 1 to " + std::to_string(max_steps));

@@ -277,14 +277,21 @@ struct Rotary {
   Tensor cos, sin;  // [1, S, rotary_dim], the attention factor included
 };
 
+// What every layer of one pass shares: the rotation of its S positions, which follow `past` cached ones.
+struct Positions {
+  Rotary rot;
+  size_t past = 0;
+  KeyValueCache* cache = nullptr;
+};
+
 // LlamaRotaryEmbedding.forward: angles = positions ⊗ inv_freq, repeated for both halves; cos and sin
 // times the attention factor. Recorded once: every layer rotates by the same angles.
-Rotary rotary(const DecoderConfig& c, size_t S, Trace& t) {
+Rotary rotary(const DecoderConfig& c, size_t past, size_t S, Trace& t) {
   const RotaryFrequencies f = rotary_frequencies(c);
   const size_t half = f.inv_freq.size(), dim = 2 * half;
   Tensor angles = Tensor::from_shape({1, S, dim});
   for (size_t s = 0; s < S; ++s)
-    for (size_t i = 0; i < dim; ++i) angles.data()[s * dim + i] = float(s) * f.inv_freq[i % half];
+    for (size_t i = 0; i < dim; ++i) angles.data()[s * dim + i] = float(past + s) * f.inv_freq[i % half];
   Rotary r{angles, angles};
   for (size_t i = 0; i < angles.size(); ++i) {
     r.cos.data()[i] = std::cos(angles.data()[i]) * f.attention_factor;
@@ -337,26 +344,31 @@ Tensor repeat_kv(const Tensor& x, size_t g) {
   return out;
 }
 
-// LlamaAttention.forward (eager_attention_forward) from the input norm's output h [B, S, H].
-Tensor attention(const DecoderModel& m, const DecoderLayer& l, const Tensor& h, const Rotary& rot, const Recorder& rec) {
+// LlamaAttention.forward (eager_attention_forward) from the input norm's output h [B, S, H]; with a
+// cache, the rotated keys and the values join it (DynamicCache.update) before the heads attend.
+Tensor attention(const DecoderModel& m, size_t index, const Tensor& h, const Positions& pos, const Recorder& rec) {
   const DecoderConfig& c = m.config;
+  const DecoderLayer& l = m.layers[index];
+  const Rotary& rot = pos.rot;
   Tensor q = rec("self_attn.q_proj", split_heads(project(h, l.q_proj), c.num_heads));
   Tensor k = rec("self_attn.k_proj", split_heads(project(h, l.k_proj), c.num_kv_heads));
-  const Tensor v = rec("self_attn.v_proj", split_heads(project(h, l.v_proj), c.num_kv_heads));
+  Tensor v = rec("self_attn.v_proj", split_heads(project(h, l.v_proj), c.num_kv_heads));
   if (c.qk_norm) {  // Qwen3: RMSNorm over each head's values, before the rotation
     q = rec("self_attn.q_norm", rms_norm(q, l.q_norm, c.rms_norm_eps));
     k = rec("self_attn.k_norm", rms_norm(k, l.k_norm, c.rms_norm_eps));
   }
   q = rec("self_attn.queries_rotated", rotate(q, rot));
   k = rec("self_attn.keys_rotated", rotate(k, rot));
-  const size_t S = h.shape(1), window = c.sliding_window;
+  if (pos.cache) pos.cache->extend(index, pos.past, k, v);
+  const size_t past = pos.past, Sk = k.shape(2), window = c.sliding_window;
   // The causal mask (and Mistral's window) adds finfo(float32).min to the keys a query cannot see; ÷ √d
   // where transformers multiplies by d^−0.5 (they differ in the last bit).
   const HeadAttention a = attend_heads(
       q, repeat_kv(k, c.group()), repeat_kv(v, c.group()), float(std::sqrt(double(c.head_dim))),
-      [window, S](float* row, size_t, size_t query) {
-        for (size_t key = 0; key < S; ++key)
-          if (key > query || (window && key + window <= query)) row[key] += std::numeric_limits<float>::lowest();
+      [window, past, Sk](float* row, size_t, size_t query) {
+        const size_t at = past + query;  // the query's position
+        for (size_t key = 0; key < Sk; ++key)
+          if (key > at || (window && key + window <= at)) row[key] += std::numeric_limits<float>::lowest();
       },
       rec, "self_attn.scores", "self_attn.attn_weights");
   const Tensor merged = rec("self_attn.merged", merge_heads(a.context));
@@ -376,24 +388,25 @@ Tensor mlp(const DecoderLayer& l, const Tensor& x, const Recorder& rec) {
 }
 
 // LlamaDecoderLayer.forward: x + attention(input_layernorm(x)), then + mlp(post_attention_layernorm(·)).
-Tensor layer(const DecoderModel& m, const DecoderLayer& l, const Tensor& x, const Rotary& rot, const Recorder& rec) {
+Tensor layer(const DecoderModel& m, size_t index, const Tensor& x, const Positions& pos, const Recorder& rec) {
   const double eps = m.config.rms_norm_eps;
+  const DecoderLayer& l = m.layers[index];
   const Tensor h = rec("input_layernorm", rms_norm(x, l.input_norm, eps));
-  const Tensor residual = rec("residual", add(x, attention(m, l, h, rot, rec)));
+  const Tensor residual = rec("residual", add(x, attention(m, index, h, pos, rec)));
   const Tensor h2 = rec("post_attention_layernorm", rms_norm(residual, l.post_attention_norm, eps));
   return add(residual, mlp(l, h2, rec));
 }
 
-void check_decoder_input(const DecoderModel& m, const std::vector<int64_t>& ids, size_t batch, size_t seq) {
+void check_decoder_input(const DecoderModel& m, const std::vector<int64_t>& ids, size_t batch, size_t seq, size_t past) {
   const DecoderConfig& c = m.config;
   if (batch == 0 || seq == 0 || ids.size() != batch * seq) throw InputError("no tokens to run the model on");
-  if (seq > c.max_positions)
-    throw InputError("a sequence has " + std::to_string(seq) + " tokens, more than the model's " +
+  if (past + seq > c.max_positions)
+    throw InputError("a sequence has " + std::to_string(past + seq) + " tokens, more than the model's " +
                      std::to_string(c.max_positions) + " positions (max_position_embeddings)");
   // Per layer about a dozen [B, S, H] stages, three [B, S, I], four [B, n, S, d] and two [B, n, S, S].
   const double tokens = double(batch) * double(seq), heads = double(c.num_heads);
   const double per_layer = tokens * (12.0 * double(c.hidden_size) + 3.0 * double(c.intermediate_size) +
-                                     heads * (4.0 * double(c.head_dim) + 2.0 * double(seq)));
+                                     heads * (4.0 * double(c.head_dim) + 2.0 * double(past + seq)));
   check_fits_in_memory(4.0 * (per_layer * double(c.num_layers) + (tokens + double(batch)) * double(c.vocab_size)),
                        "the trace of " + std::to_string(batch) + " sequences of " + std::to_string(seq) + " tokens");
 }
@@ -401,16 +414,18 @@ void check_decoder_input(const DecoderModel& m, const std::vector<int64_t>& ids,
 }  // namespace
 
 Trace decoder_forward(const DecoderModel& m, const std::vector<int64_t>& ids, size_t batch, size_t seq,
-                      const Hooks* hooks) {
-  check_decoder_input(m, ids, batch, seq);
+                      const Hooks* hooks, KeyValueCache* cache) {
+  if (cache) cache->prepare(m.layers.size());
+  Positions pos{{}, cache ? cache->length() : 0, cache};
+  check_decoder_input(m, ids, batch, seq, pos.past);
   Trace t(hooks);
   t.record("input_ids", ids_tensor(ids, batch, seq), PrintDtype::int64);
   Tensor x = lookup(m.embed_tokens, ids, batch, seq, "token id");
   t.stage("model.embed_tokens", x);
-  const Rotary rot = rotary(m.config, seq, t);
+  pos.rot = rotary(m.config, pos.past, seq, t);
   for (size_t i = 0; i < m.layers.size(); ++i) {
     const std::string p = "model.layers." + std::to_string(i);
-    x = layer(m, m.layers[i], x, rot, Recorder{t, p + "."});
+    x = layer(m, i, x, pos, Recorder{t, p + "."});
     t.stage(p, x);
   }
   Tensor final = rms_norm(x, m.norm, m.config.rms_norm_eps);
@@ -420,6 +435,19 @@ Trace decoder_forward(const DecoderModel& m, const std::vector<int64_t>& ids, si
   t.record("next_token_probs", next_token_probs(logits, std::vector<size_t>(batch, seq)));
   if (hooks) hooks->check_reached(t);
   return t;
+}
+
+std::vector<NamedTensor> decoder_state_dict(const DecoderModel& m) {
+  std::vector<NamedTensor> out;
+  // expected_tensors hands out the tensors' addresses to load into; here they are only read. The one
+  // tensor not required is a tied lm_head.
+  for (const auto& [name, e] : expected_tensors(const_cast<DecoderModel&>(m)))
+    if (e.required) out.push_back({name, *e.into});
+  return out;
+}
+
+Tensor decoder_unembed(const DecoderModel& m, const Tensor& x) {
+  return linear(rms_norm(x, m.norm, m.config.rms_norm_eps), m.lm_head);
 }
 
 }  // namespace attn

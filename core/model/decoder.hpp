@@ -11,6 +11,7 @@
 #include "core/base/json.hpp"
 #include "core/io/safetensors.hpp"
 #include "core/model/layers.hpp"
+#include "core/model/pretrained.hpp"
 #include "core/model/trace.hpp"
 
 namespace attn {
@@ -82,7 +83,15 @@ RotaryFrequencies rotary_frequencies(const DecoderConfig& config);
 // recording input_ids, model.embed_tokens, model.rotary_emb.{angles,cos,sin}, each layer's
 // model.layers.{i}.… stages (docs/decoders.md), model.norm, logits [B, S, V] and next_token_probs [B, V].
 // InputError for no tokens, an id outside the vocabulary or more positions than max_position_embeddings.
+// With `cache` (generation, as gpt2_forward's), the ids come after the positions it holds: their keys
+// (rotated) and values join it, one entry per key/value head, and the attention stages are
+// [B, n, S, past + S]; an empty cache starts one.
 Trace decoder_forward(const DecoderModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
-                      const Hooks* hooks = nullptr);
+                      const Hooks* hooks = nullptr, KeyValueCache* cache = nullptr);
+// Every tensor under Hugging Face's name, as {Llama,…}ForCausalLM.state_dict() gives it (a tied lm_head
+// left out, as save_pretrained leaves it).
+std::vector<NamedTensor> decoder_state_dict(const DecoderModel& model);
+// The logits a residual stream x [B, S, H] would give as the last layer's output: lm_head(model.norm(x)).
+Tensor decoder_unembed(const DecoderModel& model, const Tensor& x);
 
 }  // namespace attn

@@ -87,10 +87,10 @@ size_t draw(const std::vector<double>& p, TorchGenerator& gen) {
 }
 
 // The last query row of each layer's attention weights [1, heads, Sq, Sk]: [heads, Sk].
-std::vector<Tensor> last_row_attention(const Trace& t, size_t layers) {
+std::vector<Tensor> last_row_attention(const Trace& t, const CausalLM& lm) {
   std::vector<Tensor> out;
-  for (size_t l = 0; l < layers; ++l) {
-    const Tensor& w = t.at(attention_weights_stage(ModelFamily::gpt2, l));
+  for (size_t l = 0; l < lm.layers; ++l) {
+    const Tensor& w = t.at(lm.attention_weights(l));
     const size_t heads = w.shape(1), sq = w.shape(2), sk = w.shape(3);
     Tensor row = Tensor::from_shape({heads, sk});
     for (size_t h = 0; h < heads; ++h) std::copy_n(w.data() + (h * sq + sq - 1) * sk, sk, row.data() + h * sk);
@@ -99,10 +99,8 @@ std::vector<Tensor> last_row_attention(const Trace& t, size_t layers) {
   return out;
 }
 
-PretrainedInput one_token(int64_t id) { return {{id}, {}, {1}, 1, 1}; }
-
 // The distribution's likeliest tokens, most likely first (the first id of equals first).
-std::vector<NextToken> candidates(const Pretrained& p, const std::vector<double>& dist) {
+std::vector<NextToken> candidates(const CausalLM& lm, const std::vector<double>& dist) {
   std::vector<size_t> order(dist.size());
   std::iota(order.begin(), order.end(), size_t(0));
   const size_t k = std::min(candidates_kept, order.size());
@@ -110,11 +108,51 @@ std::vector<NextToken> candidates(const Pretrained& p, const std::vector<double>
                     [&](size_t a, size_t b) { return dist[a] > dist[b] || (dist[a] == dist[b] && a < b); });
   std::vector<NextToken> out;
   for (size_t i = 0; i < k && dist[order[i]] > 0; ++i)
-    out.push_back({int64_t(order[i]), token_label(p, int64_t(order[i])), dist[order[i]]});
+    out.push_back({int64_t(order[i]), lm.label(int64_t(order[i])), dist[order[i]]});
   return out;
 }
 
 }  // namespace
+
+CausalLM causal_lm(const Pretrained& p) {
+  const PretrainedConfig& c = p.model.config;
+  if (c.family != ModelFamily::gpt2) throw InputError("generation needs a GPT-2 checkpoint (this one is BERT)");
+  CausalLM lm{c.vocab_size, c.max_positions, c.num_layers, {}, {}, {}, {}, {}, {}};
+  if (const auto end = tokenizer_find(p.tokenizer, "<|endoftext|>")) lm.ends = {*end};
+  lm.label = [&p](int64_t id) { return token_label(p, id); };
+  lm.text = [&p](const std::vector<int64_t>& ids) {
+    std::vector<std::string> tokens;
+    for (int64_t id : ids) tokens.push_back(tokenizer_token(p.tokenizer, id));
+    return byte_level_text(tokens);
+  };
+  lm.forward = [&p](const std::vector<int64_t>& ids, KeyValueCache& cache) {
+    return gpt2_forward(p.model, {ids, {}, {ids.size()}, 1, ids.size()}, nullptr, nullptr, &cache);
+  };
+  lm.attention_weights = [](size_t layer) { return attention_weights_stage(ModelFamily::gpt2, layer); };
+  lm.description = {{"architecture", c.architecture}, {"layers", c.num_layers}, {"heads", c.num_heads}};
+  return lm;
+}
+
+CausalLM causal_lm(const DecoderModel& m, const JsonTokenizer* tokenizer, std::vector<int64_t> ends) {
+  const DecoderConfig& c = m.config;
+  CausalLM lm{c.vocab_size, c.max_positions, c.num_layers, std::move(ends), {}, {}, {}, {}, {}};
+  lm.label = [tokenizer](int64_t id) {
+    return tokenizer && size_t(id) < tokenizer->size() ? tokenizer->label(id) : "<id " + std::to_string(id) + ">";
+  };
+  lm.text = [tokenizer, label = lm.label](const std::vector<int64_t>& ids) {
+    if (tokenizer) return tokenizer->decode(ids);
+    std::string out;
+    for (int64_t id : ids) out += (out.empty() ? "" : " ") + label(id);
+    return out;
+  };
+  lm.forward = [&m](const std::vector<int64_t>& ids, KeyValueCache& cache) {
+    return decoder_forward(m, ids, 1, ids.size(), nullptr, &cache);
+  };
+  lm.attention_weights = [](size_t layer) { return "model.layers." + std::to_string(layer) + ".self_attn.attn_weights"; };
+  lm.description = {{"architecture", c.architecture}, {"layers", c.num_layers}, {"heads", c.num_heads},
+                    {"key_value_heads", c.num_kv_heads}};
+  return lm;
+}
 
 namespace {
 
@@ -132,46 +170,48 @@ TokenGenerator::TokenGenerator(const Pretrained& p, const std::string& prompt, s
 
 TokenGenerator::TokenGenerator(const Pretrained& p, std::vector<int64_t> ids, size_t max_new_tokens,
                                const SamplingOptions& o)
-    : p_(p), max_new_tokens_(max_new_tokens), o_(o), end_(tokenizer_find(p.tokenizer, "<|endoftext|>")), gen_(o.seed) {
-  const PretrainedModel& m = p.model;
-  if (m.config.family != ModelFamily::gpt2) throw InputError("generation needs a GPT-2 checkpoint (this one is BERT)");
+    : TokenGenerator(causal_lm(p), std::move(ids), max_new_tokens, o) {}
+
+TokenGenerator::TokenGenerator(CausalLM lm, std::vector<int64_t> ids, size_t max_new_tokens, const SamplingOptions& o)
+    : lm_(std::move(lm)), max_new_tokens_(max_new_tokens), o_(o), gen_(o.seed) {
   check_sampling(o);
   if (ids.empty()) throw InputError("the prompt is empty: give the text to continue");
   for (int64_t id : ids)
-    if (id < 0 || size_t(id) >= m.config.vocab_size)
-      throw InputError("prompt id " + std::to_string(id) + " is outside the model's " + std::to_string(m.config.vocab_size) +
-                       " tokens");
-  const size_t S = ids.size(), positions = m.config.max_positions;
-  if (S + max_new_tokens > positions)
-    throw InputError("the prompt's " + std::to_string(S) + " tokens and " + std::to_string(max_new_tokens) +
-                     " new ones make more than the model's " + std::to_string(positions) + " positions");
-  g_.prompt_ids = std::move(ids);
-  for (int64_t id : g_.prompt_ids) g_.prompt_tokens.push_back(token_label(p, id));
-  trace_ = gpt2_forward(m, {g_.prompt_ids, {}, {S}, 1, S}, nullptr, nullptr, &cache_);
-  for (int64_t id : g_.prompt_ids) text_tokens_.push_back(tokenizer_token(p.tokenizer, id));
-  g_.text = byte_level_text(text_tokens_);
+    if (id < 0 || size_t(id) >= lm_.vocab)
+      throw InputError("prompt id " + std::to_string(id) + " is outside the model's " + std::to_string(lm_.vocab) + " tokens");
+  if (ids.size() + max_new_tokens > lm_.positions)
+    throw InputError("the prompt's " + std::to_string(ids.size()) + " tokens and " + std::to_string(max_new_tokens) +
+                     " new ones make more than the model's " + std::to_string(lm_.positions) + " positions");
+  g_.prompt_ids = ids;
+  for (int64_t id : ids) g_.prompt_tokens.push_back(lm_.label(id));
+  trace_ = lm_.forward(ids, cache_);
+  g_.text = lm_.text(ids);
+  ids_ = std::move(ids);
   done_ = max_new_tokens == 0;
 }
 
 void TokenGenerator::step() {
   if (done_) return;
-  const PretrainedModel& m = p_.model;
-  const size_t V = m.config.vocab_size;
+  const size_t V = lm_.vocab;
   const Tensor& logits = trace_.at("logits");
   const std::vector<double> dist = next_token_distribution(logits.data() + (logits.shape(1) - 1) * V, V, o_);
   const size_t id = o_.temperature == 0 ? size_t(std::max_element(dist.begin(), dist.end()) - dist.begin()) : draw(dist, gen_);
-  g_.tokens.push_back({int64_t(id), token_label(p_, int64_t(id)), dist[id], last_row_attention(trace_, m.layers.size()),
-                       candidates(p_, dist)});
-  text_tokens_.push_back(tokenizer_token(p_.tokenizer, int64_t(id)));
-  g_.text = byte_level_text(text_tokens_);
-  done_ = (end_ && int64_t(id) == *end_) || g_.tokens.size() == max_new_tokens_;
-  if (!done_) trace_ = gpt2_forward(m, one_token(int64_t(id)), nullptr, nullptr, &cache_);
+  g_.tokens.push_back({int64_t(id), lm_.label(int64_t(id)), dist[id], last_row_attention(trace_, lm_), candidates(lm_, dist)});
+  ids_.push_back(int64_t(id));
+  g_.text = lm_.text(ids_);
+  const bool end = std::find(lm_.ends.begin(), lm_.ends.end(), int64_t(id)) != lm_.ends.end();
+  done_ = end || g_.tokens.size() == max_new_tokens_;
+  if (!done_) trace_ = lm_.forward({int64_t(id)}, cache_);
+}
+
+Generation generate(const CausalLM& lm, std::vector<int64_t> prompt_ids, size_t max_new_tokens, const SamplingOptions& o) {
+  TokenGenerator generator(lm, std::move(prompt_ids), max_new_tokens, o);
+  while (!generator.done()) generator.step();
+  return generator.generation();
 }
 
 Generation generate(const Pretrained& p, const std::string& prompt, size_t max_new_tokens, const SamplingOptions& o) {
-  TokenGenerator generator(p, prompt, max_new_tokens, o);
-  while (!generator.done()) generator.step();
-  return generator.generation();
+  return generate(causal_lm(p), prompt_ids(p, prompt), max_new_tokens, o);
 }
 
 namespace {
@@ -211,6 +251,10 @@ GenerateSettings generate_settings(const Json& j) {
 }
 
 Json generation_json(const Pretrained& p, const Generation& g, size_t max_new_tokens, const SamplingOptions& o) {
+  return generation_json(causal_lm(p), g, max_new_tokens, o);
+}
+
+Json generation_json(const CausalLM& lm, const Generation& g, size_t max_new_tokens, const SamplingOptions& o) {
   Json generated = Json::array();
   for (const GeneratedToken& t : g.tokens) {
     Json layers = Json::array();
@@ -222,8 +266,7 @@ Json generation_json(const Pretrained& p, const Generation& g, size_t max_new_to
     }
     generated.push_back({{"id", t.id}, {"token", t.token}, {"probability", t.probability}, {"attention", std::move(layers)}});
   }
-  const PretrainedConfig& c = p.model.config;
-  return {{"model", {{"architecture", c.architecture}, {"layers", c.num_layers}, {"heads", c.num_heads}}},
+  return {{"model", lm.description},
           {"prompt", {{"ids", g.prompt_ids}, {"tokens", g.prompt_tokens}}},
           {"settings", {{"max_new_tokens", max_new_tokens}, {"temperature", o.temperature}, {"top_k", o.top_k},
                         {"top_p", o.top_p}, {"seed", o.seed}}},

@@ -1,17 +1,20 @@
-// Text generation with a GPT-2 checkpoint, token by token with a key/value cache (each new token runs
+// Text generation with a GPT-2 checkpoint or a Llama-family decoder, token by token with a key/value cache (each new token runs
 // one position through the model): greedy or sampled (temperature, top-k, top-p, as transformers'
 // logits warpers apply them), reproducible from a seed, keeping where each predicting position looked.
 // docs/generate.md gives the definitions.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/base/json.hpp"
 #include "core/base/tensor.hpp"
+#include "core/model/decoder.hpp"
 #include "core/model/pretrained.hpp"
 #include "core/model/pretrained_files.hpp"
+#include "core/text/tokenizer_json.hpp"
 #include "core/torch/rng.hpp"
 
 namespace attn {
@@ -47,9 +50,29 @@ struct Generation {
   std::string text;  // prompt and generated tokens decoded
 };
 
+// What generation needs of a language model, whichever it is. Its functions refer to the model, which
+// must outlive it.
+struct CausalLM {
+  size_t vocab = 0, positions = 0, layers = 0;
+  std::vector<int64_t> ends;                                        // the tokens that end a generation
+  std::function<std::string(int64_t)> label;                        // a token, readable
+  std::function<std::string(const std::vector<int64_t>&)> text;     // ids decoded
+  std::function<Trace(const std::vector<int64_t>&, KeyValueCache&)> forward;  // one row after the cache's
+  std::function<std::string(size_t)> attention_weights;             // layer L's weights stage
+  Json description;                                                 // generation_json's "model"
+};
+// GPT-2 (InputError for BERT, which does not generate).
+CausalLM causal_lm(const Pretrained& model);
+// A Llama-family decoder, its tokens labelled and decoded by `tokenizer` when it has one ("<id N>" and
+// the labels joined by spaces without), ending at `ends` (config.json's eos_token_id).
+CausalLM causal_lm(const DecoderModel& model, const JsonTokenizer* tokenizer, std::vector<int64_t> ends);
+
 // The prompt (at least one token), then max_new_tokens tokens; an InputError when they would not fit in
 // the model's positions, or for a model that is not GPT-2.
 Generation generate(const Pretrained& model, const std::string& prompt, size_t max_new_tokens,
+                    const SamplingOptions& options);
+// The same from the prompt's ids, with any model.
+Generation generate(const CausalLM& model, std::vector<int64_t> prompt_ids, size_t max_new_tokens,
                     const SamplingOptions& options);
 
 // The same one token at a time (the playground draws each as it comes): the constructor runs the prompt
@@ -59,7 +82,8 @@ class TokenGenerator {
   TokenGenerator(const Pretrained& model, const std::string& prompt, size_t max_new_tokens, const SamplingOptions& o);
   // The same from the prompt's ids (each within the model's vocabulary, else InputError).
   TokenGenerator(const Pretrained& model, std::vector<int64_t> prompt_ids, size_t max_new_tokens, const SamplingOptions& o);
-  // max_new_tokens generated, or <|endoftext|>.
+  TokenGenerator(CausalLM model, std::vector<int64_t> prompt_ids, size_t max_new_tokens, const SamplingOptions& o);
+  // max_new_tokens generated, or an end token (GPT-2's <|endoftext|>).
   bool done() const { return done_; }
   // The next token (after done(): nothing happens).
   void step();
@@ -67,15 +91,14 @@ class TokenGenerator {
   const Generation& generation() const { return g_; }
 
  private:
-  const Pretrained& p_;
+  CausalLM lm_;
   size_t max_new_tokens_;
   SamplingOptions o_;
   Generation g_;
-  std::optional<int64_t> end_;
   TorchGenerator gen_;
   KeyValueCache cache_;
   Trace trace_;
-  std::vector<std::string> text_tokens_;
+  std::vector<int64_t> ids_;  // the prompt's and the new tokens so far
   bool done_ = false;
 };
 
@@ -92,5 +115,6 @@ GenerateSettings generate_settings(const Json& settings);
 // `attn generate --json`: {"model", "prompt": {"ids", "tokens"}, "settings", "generated": [{"id", "token",
 // "probability", "attention": [layer][head][key]}], "text"}.
 Json generation_json(const Pretrained& model, const Generation& g, size_t max_new_tokens, const SamplingOptions& o);
+Json generation_json(const CausalLM& model, const Generation& g, size_t max_new_tokens, const SamplingOptions& o);
 
 }  // namespace attn

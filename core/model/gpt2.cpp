@@ -73,11 +73,7 @@ Tensor attention(const PretrainedModel& m, size_t index, const Tensor& h, const 
   pass.stage(p + "query", q);
   pass.stage(p + "key", k);
   pass.stage(p + "value", v);
-  if (KeyValueCache* cache = pass.cache) {
-    cache->keys[index] = pass.past ? concat_positions(cache->keys[index], k) : std::move(k);
-    cache->values[index] = pass.past ? concat_positions(cache->values[index], v) : std::move(v);
-    k = cache->keys[index], v = cache->values[index];
-  }
+  if (pass.cache) pass.cache->extend(index, pass.past, k, v);
   const size_t Sk = k.shape(2);
   const MaskTensor mask = causal_mask(B * n, S, pass.past);
   const AttentionOptions options = attention_options(c, index, mask, pass.dropout);
@@ -209,10 +205,20 @@ Tensor next_token_probs(const Tensor& logits, const std::vector<size_t>& lengths
   return probs;
 }
 
+void KeyValueCache::prepare(size_t layers) {
+  if (keys.size() != layers) *this = {std::vector<Tensor>(layers), std::vector<Tensor>(layers)};
+}
+
+void KeyValueCache::extend(size_t layer, size_t past, Tensor& k, Tensor& v) {
+  keys[layer] = past ? concat_positions(keys[layer], k) : std::move(k);
+  values[layer] = past ? concat_positions(values[layer], v) : std::move(v);
+  k = keys[layer], v = values[layer];
+}
+
 Trace gpt2_forward(const PretrainedModel& m, const PretrainedInput& in, const Hooks* hooks, const LayerStart* start,
                    KeyValueCache* cache) {
   if (cache && start) throw InputError("a run resumed at a layer cannot also use a key/value cache");
-  if (cache && cache->keys.size() != m.layers.size()) *cache = {std::vector<Tensor>(m.layers.size()), std::vector<Tensor>(m.layers.size())};
+  if (cache) cache->prepare(m.layers.size());
   const size_t past = cache ? cache->length() : 0;
   check_pretrained_input(m, in, past);
   Trace t(hooks);

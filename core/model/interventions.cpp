@@ -16,12 +16,20 @@ ModelStages model_stages(const PretrainedConfig& c) {
           c.head_dim(), c.family == ModelFamily::gpt2, c.family == ModelFamily::gpt2};
 }
 
+ModelStages model_stages(const DecoderConfig& c) {
+  ModelStages m{StageFamily::decoder, c.num_layers, c.num_heads, c.head_dim, true, true};
+  m.kv_heads = c.num_kv_heads;
+  if (c.hidden_size != c.num_heads * c.head_dim) m.hidden = c.hidden_size;
+  return m;
+}
+
 std::string stage_family_name(StageFamily f) {
   switch (f) {
     case StageFamily::tutorial: return "the first tutorial's attention";
     case StageFamily::classifier: return "the tutorial's classifier";
     case StageFamily::bert: return "BERT";
     case StageFamily::gpt2: return "GPT-2";
+    case StageFamily::decoder: return "the Llama family's decoder";
   }
   return "";
 }
@@ -39,6 +47,7 @@ std::string layer_prefix(const ModelStages& m, size_t layer) {
     case StageFamily::classifier: return "layers." + n + ".";
     case StageFamily::bert: return "encoder.layer." + n + ".";
     case StageFamily::gpt2: return "h." + n + ".";
+    case StageFamily::decoder: return "model.layers." + n + ".";
   }
   return "";
 }
@@ -47,7 +56,8 @@ std::string layer_prefix(const ModelStages& m, size_t layer) {
 std::string layer_output(const ModelStages& m, size_t layer) {
   if (m.family == StageFamily::tutorial) return "attention_output";  // no residual stream: its single head's output
   const std::string p = layer_prefix(m, layer);
-  return m.family == StageFamily::gpt2 ? p.substr(0, p.size() - 1) : p + "output";
+  const bool named_by_block = m.family == StageFamily::gpt2 || m.family == StageFamily::decoder;
+  return named_by_block ? p.substr(0, p.size() - 1) : p + "output";
 }
 
 // TransformerLens's names of one layer's tensors that this family records as a stage. Post-norm
@@ -56,8 +66,8 @@ std::string layer_output(const ModelStages& m, size_t layer) {
 Aliases layer_aliases(const ModelStages& m, size_t layer) {
   const std::string b = "blocks." + std::to_string(layer) + ".", p = layer_prefix(m, layer);
   const bool tutorials = m.family == StageFamily::tutorial || m.family == StageFamily::classifier;
-  const std::string resid_pre = layer == 0 ? (tutorials ? "embedded" : "embeddings")
-                                           : layer_output(m, layer - 1);
+  const std::string embedded = tutorials ? "embedded" : m.family == StageFamily::decoder ? "model.embed_tokens" : "embeddings";
+  const std::string resid_pre = layer == 0 ? embedded : layer_output(m, layer - 1);
   Aliases a = {{b + "hook_resid_pre", resid_pre}};
   const auto add = [&](const std::string& tl, const std::string& ours) { a.emplace_back(b + tl, p + ours); };
   switch (m.family) {
@@ -112,6 +122,24 @@ Aliases layer_aliases(const ModelStages& m, size_t layer) {
       add("hook_mlp_out", "mlp.c_proj");
       a.emplace_back(b + "hook_resid_post", layer_output(m, layer));
       break;
+    case StageFamily::decoder:  // TransformerLens's Llama: q and k before the rotation, rot_q and rot_k after
+      add("ln1.hook_normalized", "input_layernorm");
+      add("attn.hook_q", "self_attn.q_proj");
+      add("attn.hook_k", "self_attn.k_proj");
+      add("attn.hook_v", "self_attn.v_proj");
+      add("attn.hook_rot_q", "self_attn.queries_rotated");
+      add("attn.hook_rot_k", "self_attn.keys_rotated");
+      add("attn.hook_attn_scores", "self_attn.scores");
+      add("attn.hook_pattern", "self_attn.attn_weights");
+      add("attn.hook_z", "self_attn.merged");
+      add("hook_attn_out", "self_attn.o_proj");
+      add("hook_resid_mid", "residual");
+      add("ln2.hook_normalized", "post_attention_layernorm");
+      add("mlp.hook_pre", "mlp.gate_proj");
+      add("mlp.hook_pre_linear", "mlp.up_proj");
+      add("hook_mlp_out", "mlp.down_proj");
+      a.emplace_back(b + "hook_resid_post", layer_output(m, layer));
+      break;
   }
   return a;
 }
@@ -132,6 +160,9 @@ Aliases model_aliases(const ModelStages& m) {
       break;
     case StageFamily::gpt2:
       a = {{"hook_embed", "wte"}, {"hook_pos_embed", "wpe"}, {"ln_final.hook_normalized", "ln_f"}};
+      break;
+    case StageFamily::decoder:  // no position embedding: the rotation inside each layer places the tokens
+      a = {{"hook_embed", "model.embed_tokens"}, {"ln_final.hook_normalized", "model.norm"}};
       break;
   }
   return a;
@@ -216,16 +247,36 @@ void check_layers(const std::vector<size_t>& layers, const ModelStages& m, const
     if (layer >= m.layers) throw InputError(out_of_range(flag, layer, m));
 }
 
+HeadIndex parse_head_item(const std::string& item, const std::string& flag) {
+  const size_t dot = item.find('.');
+  if (dot == std::string::npos)
+    throw InputError(flag + " expects LAYER.HEAD items separated by commas (e.g. 0.1,1.3), got '" + item + "'");
+  return {parse_size(flag + " (layer)", item.substr(0, dot), 0), parse_size(flag + " (head)", item.substr(dot + 1), 0)};
+}
+
+// "kvL.J" → the query heads key/value head J of layer L serves, J·g … J·g + g − 1 (g = heads / kv_heads).
+std::vector<HeadIndex> key_value_group(const std::string& item, const ModelStages& m) {
+  if (m.kv_heads == 0)
+    throw InputError("--ablate " + item + ": key/value heads are the Llama family's; each head of " +
+                     stage_family_name(m.family) + " has its own (give LAYER.HEAD)");
+  if (item.find('.') == std::string::npos)
+    throw InputError("--ablate expects kvLAYER.HEAD for a key/value head (e.g. kv1.0), got '" + item + "'");
+  const HeadIndex kv = parse_head_item(item.substr(2), "--ablate");
+  if (kv.head >= m.kv_heads)
+    throw InputError("--ablate " + item + ": key/value head " + std::to_string(kv.head) + " is out of range (layer " +
+                     std::to_string(kv.layer) + " has " + std::to_string(m.kv_heads) +
+                     (m.kv_heads == 1 ? " key/value head)" : " key/value heads)"));
+  const size_t g = m.heads / m.kv_heads;
+  std::vector<HeadIndex> group;
+  for (size_t h = kv.head * g; h < (kv.head + 1) * g; ++h) group.push_back({kv.layer, h});
+  return group;
+}
+
 }  // namespace
 
 std::vector<HeadIndex> parse_head_list(const std::string& text, const std::string& flag) {
   std::vector<HeadIndex> heads;
-  for (const std::string& item : split_commas(text)) {
-    const size_t dot = item.find('.');
-    if (dot == std::string::npos)
-      throw InputError(flag + " expects LAYER.HEAD items separated by commas (e.g. 0.1,1.3), got '" + item + "'");
-    heads.push_back({parse_size(flag + " (layer)", item.substr(0, dot), 0), parse_size(flag + " (head)", item.substr(dot + 1), 0)});
-  }
+  for (const std::string& item : split_commas(text)) heads.push_back(parse_head_item(item, flag));
   return heads;
 }
 
@@ -237,7 +288,13 @@ std::vector<size_t> parse_layer_list(const std::string& text, const std::string&
 
 std::vector<HeadIndex> parse_heads(const std::string& text, const ModelStages& m) {
   if (m.layers == 0 || m.heads == 0) throw InputError("--ablate: this model has no attention heads");
-  std::vector<HeadIndex> heads = parse_head_list(text, "--ablate");
+  std::vector<HeadIndex> heads;
+  for (const std::string& item : split_commas(text)) {
+    const std::vector<HeadIndex> some =
+        item.rfind("kv", 0) == 0 ? key_value_group(item, m) : std::vector<HeadIndex>{parse_head_item(item, "--ablate")};
+    for (const HeadIndex& h : some)  // a head named twice (alone and in its group) is ablated once
+      if (std::find(heads.begin(), heads.end(), h) == heads.end()) heads.push_back(h);
+  }
   check_heads(heads, m, "--ablate");
   return heads;
 }
@@ -325,8 +382,8 @@ Hooks ablation_hooks(const ModelStages& m, const Ablation& a, const Trace* clean
   Hooks hooks;
   for (const HeadIndex& h : a.heads)
     add_column_hook(hooks, head_output_stage(m, h.layer), h.head * m.head_dim, m.head_dim, a.kind, clean, lengths);
-  for (size_t layer : a.mlps)  // the block's output: all d_model = heads · head_dim columns
-    add_column_hook(hooks, mlp_output_stage(m, layer), 0, m.heads * m.head_dim, a.kind, clean, lengths);
+  for (size_t layer : a.mlps)  // the block's output: all d_model columns
+    add_column_hook(hooks, mlp_output_stage(m, layer), 0, m.width(), a.kind, clean, lengths);
   return hooks;
 }
 

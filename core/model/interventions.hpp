@@ -1,5 +1,5 @@
 // Interventions on any model the engine runs (the first tutorial's single attention, the second
-// tutorial's classifier, BERT, GPT-2), all as hooks on
+// tutorial's classifier, BERT, GPT-2, the Llama family's decoders), all as hooks on
 // named stages (core/model/trace.hpp): TransformerLens's hook names resolved to the engine's, and
 // ablation of attention heads (their output z, before the output projection) and of feed-forward
 // blocks, with zeros or with means taken from a clean run. docs/interventions.md lists the names.
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/model/decoder.hpp"
 #include "core/model/pretrained.hpp"
 #include "core/model/trace.hpp"
 #include "core/model/transformer.hpp"
@@ -15,9 +16,10 @@
 
 namespace attn {
 
-enum class StageFamily { tutorial, classifier, bert, gpt2 };
+enum class StageFamily { tutorial, classifier, bert, gpt2, decoder };
 
-// "the first tutorial's attention", "the tutorial's classifier", "BERT", "GPT-2" (for messages).
+// "the first tutorial's attention", "the tutorial's classifier", "BERT", "GPT-2", "the Llama family's
+// decoder" (for messages).
 std::string stage_family_name(StageFamily family);
 
 // What the stage names of a model depend on.
@@ -25,9 +27,13 @@ struct ModelStages {
   StageFamily family = StageFamily::classifier;
   size_t layers = 0, heads = 0, head_dim = 0;
   bool norm_first = false, final_norm = false;  // the classifier's
+  size_t kv_heads = 0;  // the Llama family's key/value heads, each serving heads / kv_heads query heads; 0: none
+  size_t hidden = 0;    // the residual stream's width when it is not heads · head_dim (Qwen3); 0: it is
+  size_t width() const { return hidden ? hidden : heads * head_dim; }
 };
 ModelStages model_stages(const TransformerConfig& config);
 ModelStages model_stages(const PretrainedConfig& config);
+ModelStages model_stages(const DecoderConfig& config);
 // The first tutorial: one layer of one head (d_model wide) whose output is the last stage.
 ModelStages model_stages(const TutorialConfig& config);
 
@@ -43,7 +49,8 @@ struct HeadIndex {
   bool operator==(const HeadIndex& o) const { return layer == o.layer && head == o.head; }
   bool operator<(const HeadIndex& o) const { return layer != o.layer ? layer < o.layer : head < o.head; }
 };
-// "L.H[,L.H…]", each in range for `model`; else InputError naming the item.
+// "L.H[,L.H…]", each in range for `model`; else InputError naming the item. A decoder with grouped
+// key/value heads also takes "kvL.J": key/value head J of layer L with every query head it serves.
 std::vector<HeadIndex> parse_heads(const std::string& text, const ModelStages& model);
 // "L[,L…]": layers for --ablate-mlp.
 std::vector<size_t> parse_layers(const std::string& text, const ModelStages& model, const std::string& flag);

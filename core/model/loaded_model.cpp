@@ -1,29 +1,40 @@
 #include "core/model/loaded_model.hpp"
 
+#include <filesystem>
+
 #include "core/base/error.hpp"
 #include "core/model/attention.hpp"
 
 namespace attn {
 
 ModelStages LoadedModel::stages() const {
+  if (decoder) return model_stages(decoder->config);
   return pretrained ? model_stages(pretrained->model.config) : model_stages(classifier->config);
 }
 
 std::string LoadedModel::description() const {
   const ModelStages m = stages();
+  if (decoder)
+    return decoder->config.architecture + ": " + std::to_string(m.layers) + " layers, " + std::to_string(m.heads) +
+           " query heads on " + std::to_string(m.kv_heads) + " key/value heads of " + std::to_string(m.head_dim);
   return stage_family_name(m.family) + ": " + std::to_string(m.layers) + " layers, " + std::to_string(m.heads) + " heads of " +
          std::to_string(m.head_dim);
 }
 
 size_t LoadedModel::vocab_size() const {
+  if (decoder) return decoder->config.vocab_size;
   return pretrained ? pretrained->model.config.vocab_size : classifier->config.vocab_size;
 }
 
 size_t LoadedModel::max_positions() const {
+  if (decoder) return decoder->config.max_positions;
   return pretrained ? pretrained->model.config.max_positions : classifier->config.max_len;
 }
 
 std::string LoadedModel::token(int64_t id) const {
+  if (decoder)
+    return decoder_tokenizer && id >= 0 && size_t(id) < decoder_tokenizer->size() ? decoder_tokenizer->label(id)
+                                                                                 : "<id " + std::to_string(id) + ">";
   if (pretrained) return token_label(*pretrained, id);
   return id >= 0 && size_t(id) < vocab.size() ? vocab.token(id) : "<id " + std::to_string(id) + ">";
 }
@@ -41,10 +52,29 @@ void check_fits(const ModelInput& in, size_t max_positions) {
                      std::to_string(max_positions));
 }
 
+// A Llama-family decoder when config.json names one (its tokenizer.json too, when there is one).
+bool load_decoder_files(const PretrainedFiles& files, LoadedModel& m) {
+  const Json config = read_json_file(files.config, "model config");
+  if (!is_decoder_config(config)) return false;
+  const auto name = [](const std::string& path) { return std::filesystem::path(path).filename().string(); };
+  m.decoder = std::make_shared<const DecoderModel>(
+      read_decoder_weights(decoder_config_from_json(config, name(files.config)), files.weights, name(files.weights)));
+  if (!files.tokenizer_json.empty())
+    m.decoder_tokenizer = std::make_shared<const JsonTokenizer>(JsonTokenizer::from_file(files.tokenizer_json));
+  return true;
+}
+
 }  // namespace
 
 ModelInput LoadedModel::tokenize(const std::vector<std::string>& sentences) const {
   ModelInput in;
+  if (decoder) {
+    if (!decoder_tokenizer)
+      throw InputError("sentences need the model's tokenizer.json, which its folder lacks: give token ids");
+    std::vector<std::vector<int64_t>> rows;
+    for (const std::string& s : sentences) rows.push_back(decoder_tokenizer->encode(s).ids);
+    return from_ids(rows);
+  }
   if (pretrained) {
     in = from_pretrained_batch(tokenize_pretrained(*pretrained, sentences));
   } else {
@@ -66,6 +96,7 @@ ModelInput LoadedModel::from_ids(const std::vector<std::vector<int64_t>>& rows) 
   in.batch = rows.size();
   for (const auto& row : rows) in.seq = std::max(in.seq, row.size());
   for (const auto& row : rows) {
+    if (row.empty()) throw InputError("a sequence has no tokens");
     in.lengths.push_back(row.size());
     in.tokens.emplace_back();
     for (size_t i = 0; i < in.seq; ++i) {
@@ -82,6 +113,10 @@ ModelInput LoadedModel::from_ids(const std::vector<std::vector<int64_t>>& rows) 
 }
 
 Trace LoadedModel::forward(const ModelInput& in, const Hooks* hooks, const LayerStart* start) const {
+  if (decoder) {
+    if (start) throw InputError("a Llama-family decoder's run cannot resume at a layer");
+    return decoder_forward(*decoder, in.ids, in.batch, in.seq, hooks);
+  }
   if (classifier) return classify(*classifier, in.ids, in.batch, in.seq, mask, nullptr, hooks, start);
   const PretrainedInput p{in.ids, in.type_ids, in.lengths, in.batch, in.seq};
   return pretrained_forward(pretrained->model, p, hooks, start);
@@ -90,6 +125,7 @@ Trace LoadedModel::forward(const ModelInput& in, const Hooks* hooks, const Layer
 LoadedModel load_model(const ModelOptions& o, const std::vector<std::string>& sentences) {
   LoadedModel m;
   if (const auto files = pretrained_files(o)) {
+    if (load_decoder_files(*files, m)) return m;
     m.pretrained = std::make_shared<const Pretrained>(load_pretrained_files(*files));
     return m;
   }

@@ -1,5 +1,6 @@
 // Any model the engine runs, as the interventions see it: the tutorial's classifier (with its
-// vocabulary and mask) or a BERT / GPT-2 checkpoint (with its tokenizer), loaded from the model options
+// vocabulary and mask), a BERT / GPT-2 checkpoint (with its tokenizer) or a Llama-family decoder (with
+// its tokenizer.json when its folder has one), loaded from the model options
 // every front end shares, turning sentences or ids into a batch and running it with hooks.
 #pragma once
 #include <memory>
@@ -10,6 +11,7 @@
 #include "core/model/interventions.hpp"
 #include "core/model/model_options.hpp"
 #include "core/model/pretrained_files.hpp"
+#include "core/text/tokenizer_json.hpp"
 
 namespace attn {
 
@@ -25,18 +27,21 @@ struct LoadedModel {  // shared, not copied: the playground lends its models
   MaskKind mask = MaskKind::padding;
   Vocab vocab;  // the classifier's
   std::shared_ptr<const Pretrained> pretrained;
+  std::shared_ptr<const DecoderModel> decoder;
+  std::shared_ptr<const JsonTokenizer> decoder_tokenizer;  // null when the folder has no tokenizer.json
 
   ModelStages stages() const;
   std::string description() const;  // "GPT-2: 2 layers, 4 heads of 8", for reports
   size_t vocab_size() const;
   size_t max_positions() const;
   std::string token(int64_t id) const;  // readable
-  // The sentences through the model's tokenizer (BERT adds [CLS] … [SEP]), padded to the longest.
+  // The sentences through the model's tokenizer (BERT adds [CLS] … [SEP]), padded to the longest (the
+  // causal models' padding is after every real token, which never attends to it).
   ModelInput tokenize(const std::vector<std::string>& sentences) const;
   // Rows of ids (each within the vocabulary, else InputError), padded with the model's padding id.
   ModelInput from_ids(const std::vector<std::vector<int64_t>>& rows) const;
   // The forward pass in evaluation mode (no dropout), `hooks` intervening; `start` resumes an earlier
-  // run of the same input at a layer (core/model/transformer.hpp).
+  // run of the same input at a layer (core/model/transformer.hpp; not a decoder's: InputError).
   Trace forward(const ModelInput& input, const Hooks* hooks = nullptr, const LayerStart* start = nullptr) const;
 };
 

@@ -43,19 +43,32 @@ LogitLens lens_of(const ModelStages& m, const Trace& trace) {
   return lens;
 }
 
+// A language model's lens: each stage's `unembed` (final norm, then unembedding), its top k tokens.
+template <class Unembed>
+LogitLens token_lens(const ModelStages& m, const Trace& trace, size_t top_k, size_t vocab, const Unembed& unembed) {
+  LogitLens lens = lens_of(m, trace);
+  lens.width = std::min(top_k, vocab);
+  for (const std::string& stage : lens.stages) {
+    Tensor probs = unembed(trace.at(stage));
+    softmax_last(probs);
+    append_top_k(probs, lens.width, lens);
+  }
+  return lens;
+}
+
 }  // namespace
 
 LogitLens logit_lens(const PretrainedModel& m, const Trace& trace, size_t top_k) {
   if (m.config.family == ModelFamily::bert)
     throw InputError("--logit-lens reads GPT-2's unembedding or a classifier's head; BERT's base model has neither");
-  LogitLens lens = lens_of(model_stages(m.config), trace);
-  lens.width = std::min(top_k, m.config.vocab_size);
-  for (const std::string& stage : lens.stages) {
-    Tensor probs = linear(layer_norm(trace.at(stage), m.final_norm, float(m.config.layer_norm_eps)), m.word_embeddings);
-    softmax_last(probs);
-    append_top_k(probs, lens.width, lens);
-  }
-  return lens;
+  return token_lens(model_stages(m.config), trace, top_k, m.config.vocab_size, [&m](const Tensor& x) {
+    return linear(layer_norm(x, m.final_norm, float(m.config.layer_norm_eps)), m.word_embeddings);
+  });
+}
+
+LogitLens logit_lens(const DecoderModel& m, const Trace& trace, size_t top_k) {
+  return token_lens(model_stages(m.config), trace, top_k, m.config.vocab_size,
+                    [&m](const Tensor& x) { return decoder_unembed(m, x); });
 }
 
 LogitLens logit_lens(const TransformerModel& m, const Trace& trace) {

@@ -1,6 +1,6 @@
 // The logit lens (nostalgebraist, 2020): the residual stream between every two layers read out as if it
 // were the last — through the model's final LayerNorm and its unembedding (GPT-2: ln_f, then wte
-// transposed), or through the classifier's head (the encoder's final LayerNorm, then fc). The
+// transposed; the Llama family: model.norm's RMSNorm, then lm_head), or through the classifier's head (the encoder's final LayerNorm, then fc). The
 // LayerNorm is computed afresh on each stream (TransformerLens's apply_ln_to_stack with
 // recompute_ln=True), so the last row is the model's own output. docs/interventions.md#logit-lens.
 #pragma once
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/model/decoder.hpp"
 #include "core/model/pretrained.hpp"
 
 namespace attn {
@@ -28,5 +29,6 @@ struct LogitLens {
 // or GPT-2's with the `top_k` most likely tokens (InputError for BERT, which has no unembedding).
 LogitLens logit_lens(const TransformerModel& model, const Trace& trace);
 LogitLens logit_lens(const PretrainedModel& model, const Trace& trace, size_t top_k);
+LogitLens logit_lens(const DecoderModel& model, const Trace& trace, size_t top_k);
 
 }  // namespace attn

@@ -33,7 +33,8 @@ Answer answer_token(const LoadedModel& m, const std::string& flag, const std::st
       throw InputError(flag + "-id " + id + " is outside the vocabulary (" + std::to_string(m.vocab_size()) + " ids)");
     return {int64_t(n), m.token(int64_t(n))};
   }
-  const ModelInput in = m.tokenize({text});
+  // A decoder's tokenizer.json would add its BOS before the word.
+  const ModelInput in = m.decoder_tokenizer ? m.from_ids({m.decoder_tokenizer->encode(text, false).ids}) : m.tokenize({text});
   if (in.lengths[0] != 1) {
     std::string tokens;
     for (size_t i = 0; i < in.lengths[0]; ++i) tokens += (i ? ", '" : "'") + in.tokens[0][i] + "'";
@@ -59,7 +60,7 @@ Json sweep_json(const PatchSweep& s) {
 PatchMetricChoice patch_metric(const LoadedModel& m, const ModelInput& clean, const PatchMetricOptions& o) {
   const bool lm_flags = !o.answer.empty() || !o.answer_id.empty() || !o.wrong.empty() || !o.wrong_id.empty();
   if (m.pretrained && m.pretrained->model.config.family == ModelFamily::bert)
-    throw InputError("attn patch measures GPT-2's logits or a classifier's; BERT's base model has no output head");
+    throw InputError("attn patch measures a language model's logits or a classifier's; BERT's base model has no output head");
   if (m.classifier) {
     if (lm_flags) throw InputError("--answer and --wrong measure a language model; a classifier's metric is --label K");
     if (o.label.empty()) throw InputError("the classifier's metric needs --label K (the class whose margin is measured)");
@@ -129,7 +130,7 @@ PatchMetric label_margin(int64_t label) {
 PatchingRun::PatchingRun(const LoadedModel& model, ModelInput clean, ModelInput corrupted, PatchMetric metric,
                          const std::vector<PatchKind>& kinds, bool resume)
     : model_(model), clean_(std::move(clean)), corrupted_(std::move(corrupted)), metric_(std::move(metric)),
-      resume_(resume) {
+      resume_(resume && !model.decoder) {  // the decoder reruns every layer: it cannot resume at one
   if (clean_.batch != 1 || corrupted_.batch != 1) throw InputError("patching takes one clean and one corrupted input");
   if (clean_.lengths[0] != corrupted_.lengths[0])
     throw InputError("the clean input has " + std::to_string(clean_.lengths[0]) + " tokens and the corrupted one " +
@@ -144,7 +145,7 @@ PatchingRun::PatchingRun(const LoadedModel& model, ModelInput clean, ModelInput 
     throw InputError("the clean and corrupted runs give the same metric (" + std::to_string(result_.clean_metric) +
                      "): there is nothing for a patch to recover");
   resid_ = residual_stream_stages(m);
-  const size_t seq = clean_.seq, width = m.heads * m.head_dim, dk = m.head_dim;
+  const size_t seq = clean_.seq, width = m.width(), dk = m.head_dim;
   for (PatchKind kind : kinds) {
     PatchSweep s{kind, {"layer"}, {m.layers}, {}, {}};
     const size_t k = result_.sweeps.size();

@@ -30,7 +30,8 @@ ModelFamily detect_family(const Json& j, const std::string& file) {
   if (type == "bert") return ModelFamily::bert;
   if (type == "gpt2") return ModelFamily::gpt2;
   if (is_decoder_config(j))
-    throw InputError(file + ": a Llama-family decoder runs only in attn encode --ids so far (docs/decoders.md)");
+    throw InputError(file + ": a Llama-family decoder runs only in attn encode, generate, heads and patch so far "
+                            "(docs/decoders.md)");
   throw InputError(file + ": model family " + (type.empty() ? std::string("not given") : "'" + type + "'") +
                    " is not supported (supported architectures: BertModel and its task models, GPT2LMHeadModel, "
                    "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)");

@@ -93,6 +93,11 @@ Trace bert_forward(const PretrainedModel& model, const PretrainedInput& input, c
 struct KeyValueCache {
   std::vector<Tensor> keys, values;  // per layer [B, n, positions, head_dim]; empty before the first run
   size_t length() const { return keys.empty() || keys[0].dimension() == 0 ? 0 : keys[0].shape(2); }
+  // Ready for a model of `layers` layers (a new cache starts empty).
+  void prepare(size_t layers);
+  // Layer `layer`'s new keys and values [B, n, S, d] kept after the `past` positions it holds; k and v
+  // become all of them, [B, n, past + S, d].
+  void extend(size_t layer, size_t past, Tensor& k, Tensor& v);
 };
 Trace gpt2_forward(const PretrainedModel& model, const PretrainedInput& input, const Hooks* hooks = nullptr,
                    const LayerStart* start = nullptr, KeyValueCache* cache = nullptr);

@@ -107,7 +107,7 @@ std::string torch_repr(const Tensor& t, PrintDtype dtype) {
 }
 
 std::optional<LayerStage> layer_of_stage(std::string_view name) {
-  for (std::string_view prefix : {"layers.", "encoder.layer.", "h.", "blocks."}) {
+  for (std::string_view prefix : {"layers.", "encoder.layer.", "h.", "blocks.", "model.layers."}) {
     const size_t at = prefix.size();
     if (name.substr(0, at) != prefix || at >= name.size() || !std::isdigit(static_cast<unsigned char>(name[at]))) continue;
     size_t end = at, index = 0;

@@ -67,7 +67,7 @@ class Trace {
 Tensor to_tensor(const MaskTensor& mask);
 
 // A stage of a layer, under any model's naming: "layers.3.norm1" (the tutorials), "encoder.layer.3.…"
-// (BERT), "h.3.ln_1" and the block's own "h.3" (GPT-2), "blocks.3.…" (TransformerLens's names) → index 3,
+// (BERT), "h.3.ln_1" and the block's own "h.3" (GPT-2), "model.layers.3.…" (the Llama family), "blocks.3.…" (TransformerLens's names) → index 3,
 // rest "norm1" (or ""), and the offset
 // where the number starts. `rest` views `name` (no allocation: the UI asks every frame).
 struct LayerStage {

@@ -152,7 +152,8 @@ def _heads_option(options):
 # --- models ---
 
 class Model:
-    """A model loaded once: the tutorial's classifier from files, or a BERT / GPT-2 checkpoint.
+    """A model loaded once: the tutorial's classifier from files, a BERT / GPT-2 checkpoint, or a decoder
+    of the Llama family (Llama, Mistral, Qwen2, Qwen3; docs/decoders.md).
 
     `model(sentences)` runs it (a Trace, as attn encode with the model's files); `state_dict()` gives
     its tensors under PyTorch's names; `generate`, `heads` and `patch` run the other commands on it.
@@ -173,11 +174,12 @@ class Model:
         """Every tensor under the name PyTorch gives it (NumPy float32 copies), in the modules' order:
         `model.load_state_dict({k: torch.from_numpy(v) for k, v in sd.items()}, strict=True)` takes it
         (the classifier: TransformerClassifier with its `pos_encoding.pe` buffer; BERT: BertModel;
-        GPT-2: GPT2LMHeadModel without the tied lm_head)."""
+        GPT-2: GPT2LMHeadModel without the tied lm_head; a decoder: its *ForCausalLM, a tied lm_head
+        left out)."""
         return _attnlab.state_dict(_argv("encode", self._options), self._checkpoint)
 
-    def generate(self, prompt, **options):
-        """A GPT-2 checkpoint continues `prompt` (attn generate): its --json document as a dict."""
+    def generate(self, prompt=None, **options):
+        """GPT-2 or a decoder continues `prompt` (attn generate): its --json document as a dict."""
         return generate(prompt, **self._options, **options)
 
     def heads(self, **options):
@@ -201,7 +203,7 @@ class Model:
 
 
 def load(model_dir=None, *, model=None, weights=None, config=None, vocab=None, merges=None, **options):
-    """A model from files: a Hugging Face BERT or GPT-2 folder (`model_dir`), or one by name (`model`:
+    """A model from files: a Hugging Face BERT, GPT-2 or Llama-family folder (`model_dir`), or one by name (`model`:
     a folder, else a Hub repository id such as "openai-community/gpt2", "@revision" optional, downloaded
     into the Hub's cache as attn's --model does), or the files one at a time (weights=model.safetensors,
     config=config.json, vocab=vocab.txt / vocab.json, merges=merges.txt), or the tutorial's classifier
@@ -293,9 +295,9 @@ def attribute(**options):
     return _document("attribute", options)
 
 
-def generate(prompt, **options):
-    """A GPT-2 checkpoint continues `prompt` token by token (attn generate: model_dir, max_new_tokens,
-    temperature, top_k, top_p, seed): its --json document as a dict."""
+def generate(prompt=None, **options):
+    """GPT-2 or a Llama-family decoder continues `prompt` (or prompt_ids="1 2 3") token by token (attn
+    generate: model_dir, max_new_tokens, temperature, top_k, top_p, seed): its --json document as a dict."""
     return _document("generate", dict(options, prompt=prompt))
 
 

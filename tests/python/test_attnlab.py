@@ -210,6 +210,25 @@ class StateDict(unittest.TestCase):
                 config = json.loads((folder / "config.json").read_text())
                 self.load_strict(module(config), attnlab.load(folder).state_dict())
 
+    def test_decoders_load_into_pytorch_and_run_as_the_cli(self):
+        import torch
+        decoder = torchgen("decoder")
+        for name in ("llama_tiny", "llama3_gqa"):
+            folder = FIXTURES / "pretrained" / name
+            with self.subTest(model=name):
+                config = json.loads((folder / "config.json").read_text())
+                model = attnlab.load(folder)
+                module = decoder.LlamaForCausalLM(decoder.with_head_dim(config))
+                keys = module.load_state_dict({k: torch.from_numpy(v) for k, v in model.state_dict().items()}, strict=False)
+                self.assertEqual((keys.missing_keys, keys.unexpected_keys),
+                                 (["lm_head.weight"] if config["tie_word_embeddings"] else [], []))
+                self.assertEqual(model.generate(prompt_ids="5 17 42", max_new_tokens=4, temperature=0.8, seed=3),
+                                 json.loads(cli_json("generate", "--model-dir", str(folder), "--prompt-ids", "5 17 42",
+                                                     "--max-new-tokens", "4", "--temperature", "0.8", "--seed", "3")))
+        llama = FIXTURES / "pretrained" / "llama_tiny"
+        self.assertEqual(attnlab.load(llama)("the cat", ablate="kv1.0").to_json() + "\n",
+                         cli_json("encode", "--model-dir", str(llama), "--sentence", "the cat", "--ablate", "kv1.0"))
+
 
 class Training(unittest.TestCase):
     OPTIONS = dict(task="duplicate", steps=6, batch_size=8, seed=3)

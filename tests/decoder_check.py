@@ -1,0 +1,186 @@
+#!/usr/bin/python3
+"""The Llama family's decoders (tests/fixtures/pretrained/{llama_tiny,llama3_gqa,mistral_window,qwen2_bias})
+through `attn encode --model-dir … --json` with --ablate / --ablate-mlp / --logit-lens, and through
+`attn generate --json`, against the hand-written
+LlamaForCausalLM of tests/torchgen/decoder.py (Debian's python3-torch 1.13) with the hooks
+intervention_check.py puts on GPT-2: a head's z (its columns of self_attn.merged) replaced by a forward
+pre-hook on o_proj, an MLP's output by a forward hook on the MLP; "kvL.J" ablates the query heads
+J·g … J·g + g − 1 that key/value head J serves. Every stage within 1e-4 · max(1, max |value|); the logit
+lens (lm_head(model.norm(x)) on each residual stream) gives the same top tokens, their probabilities
+within 1e-4. Generation as generate_check.py checks GPT-2's: attn's key/value cache (of the key/value
+heads only) against PyTorch running the whole sequence at every step; the same tokens, greedy and
+sampled (torch.manual_seed, one torch.rand(1) per step), each one's probability and every head's
+attention from the predicting position within 1e-5.
+    /usr/bin/python3 tests/decoder_check.py path/to/attn
+"""
+import importlib.util
+import json
+import pathlib
+import sys
+
+import torch
+
+HERE = pathlib.Path(__file__).resolve().parent
+PRETRAINED = HERE / "fixtures" / "pretrained"
+
+
+def load(path, name):  # by path: PyTorch ships a package named torchgen
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+IC = load(HERE / "intervention_check.py", "intervention_check")
+GC = load(HERE / "generate_check.py", "generate_check")
+PC = load(HERE / "patching_check.py", "patching_check")
+HD = load(HERE / "head_detector_check.py", "head_detector_check")
+D = load(HERE / "torchgen" / "decoder.py", "fixture_decoder")
+ROWS = D.ROWS  # llama3_gqa takes both rows (a batch), the others the first
+
+
+def decoder_model(name):
+    """The fixture's model in PyTorch, its weights read back from model.safetensors."""
+    config = json.loads((PRETRAINED / name / "config.json").read_text())
+    c = D.with_head_dim(config)
+    model = D.LlamaForCausalLM(c).eval()
+    model.load_state_dict(IC.read_safetensors(PRETRAINED / name / "model.safetensors"), strict=False)
+    return model, c
+
+
+def run(model, ids):
+    D.STAGES.clear()
+    with torch.no_grad():
+        model(torch.tensor(ids))
+    return dict(D.STAGES)
+
+
+def z_name(layer):
+    return f"model.layers.{layer}.self_attn.merged"
+
+
+def mlp_name(layer):
+    return f"model.layers.{layer}.mlp.down_proj"
+
+
+def ids_flags(rows):
+    return [flag for row in rows for flag in ("--ids", " ".join(map(str, row)))]
+
+
+def ablation_case(attn, name, rows, ablate, heads, mlps, kind):
+    """`--ablate ablate` (heads: the query heads it names) and --ablate-mlp `mlps`, zero or mean."""
+    model, c = decoder_model(name)
+    ablation = IC.Ablation(heads, mlps, kind, c["head_dim"])
+    if kind == "mean":  # the inputs' own means, every position real (no padding)
+        IC.take_means(ablation, run(model, rows), z_name, mlp_name, [len(r) for r in rows])
+    handles = ablation.register([l.self_attn.o_proj for l in model.model.layers], [l.mlp for l in model.model.layers])
+    theirs = run(model, rows)
+    for h in handles:
+        h.remove()
+    flags = ["--ablation", kind] + (["--ablate", ablate] if ablate else []) + \
+            (["--ablate-mlp", ",".join(map(str, mlps))] if mlps else [])
+    ours = IC.attn_json(attn, ["--model-dir", str(PRETRAINED / name), *ids_flags(rows), *flags])
+    IC.check(ours.get("ablation", {}).get("heads") == [list(h) for h in heads],
+             f"{name} {' '.join(flags)}: attn ablates the query heads {heads}")
+    IC.compare(f"{name} {' '.join(flags)}", ours, theirs, ablation, z_name, mlp_name)
+
+
+def lens_case(attn, name, rows, top_k=5):
+    model, c = decoder_model(name)
+    stages = run(model, rows)
+    ours = IC.attn_json(attn, ["--model-dir", str(PRETRAINED / name), *ids_flags(rows), "--logit-lens",
+                               "--top-k", str(top_k)])["logit_lens"]
+    names = ["model.embed_tokens"] + [f"model.layers.{i}" for i in range(c["num_hidden_layers"])]
+    IC.check(ours["stages"] == names, f"{name} logit lens: the residual stream stages {names}")
+    worst, same_ids = 0.0, True
+    with torch.no_grad():
+        for r, stage in enumerate(names):
+            probs = torch.softmax(model.lm_head(model.model.norm(stages[stage])), dim=-1)
+            got_p = torch.tensor(ours["probabilities"][r], dtype=torch.float64)
+            got_ids = torch.tensor(ours["ids"][r])
+            ref_p = probs.gather(-1, got_ids).to(torch.float64)  # the probabilities of attn's tokens
+            worst = max(worst, float((got_p - ref_p).abs().max()))
+            top = probs.topk(top_k, dim=-1)
+            same_ids &= bool(torch.allclose(top.values.to(torch.float64), got_p, atol=1e-4))
+    IC.check(same_ids and worst <= 1e-4,
+             f"{name} logit lens: top {top_k} tokens of every stage equal PyTorch's (largest probability error {worst:.2e})")
+
+
+def decoder_step(model):
+    """The whole sequence through the decoder: the last position's logits, each layer's attention from it."""
+    def step(ids):
+        stages = run(model, [ids])
+        return stages["logits"][0, -1], [stages[f"model.layers.{l}.self_attn.attn_weights"][0, :, -1]
+                                          for l in range(len(model.model.layers))]
+    return step
+
+
+def generate_case(attn, name, prompt, new_tokens, temperature=0.0, top_k=0, top_p=1.0, seed=0):
+    model, _ = decoder_model(name)
+    args = ["--max-new-tokens", str(new_tokens), "--temperature", str(temperature), "--top-k", str(top_k),
+            "--top-p", str(top_p), "--seed", str(seed)]
+    ours = IC.attn_json(attn, ["--model-dir", str(PRETRAINED / name), *prompt, *args], command="generate")
+    theirs = GC.reference(decoder_step(model), ours["prompt"]["ids"], new_tokens, temperature, top_k, top_p, seed, None)
+    got, want = [t["id"] for t in ours["generated"]], [t for t, _, _ in theirs]
+    what = f"{name} generate {' '.join(prompt + args)}"
+    IC.check(got == want, f"{what}: the tokens {got} are PyTorch's {want}")
+    if got != want:
+        return
+    p_error = max(abs(t["probability"] - p) for t, (_, p, _) in zip(ours["generated"], theirs))
+    a_error = max(float((torch.tensor(t["attention"]) - torch.stack(a)).abs().max())
+                  for t, (_, _, a) in zip(ours["generated"], theirs))
+    IC.check(p_error <= GC.TOLERANCE and a_error <= GC.TOLERANCE,
+             f"{what}: probabilities within {p_error:.1e}, attention within {a_error:.1e} (<= {GC.TOLERANCE:g})")
+
+
+def patch_case(attn, name, clean, corrupted, answer, wrong):
+    """`attn patch --clean-ids … --corrupted-ids …` against patching_check.py's PyTorch hooks on the decoder."""
+    model, c = decoder_model(name)
+    ours = IC.attn_json(attn, ["--model-dir", str(PRETRAINED / name), "--clean-ids", clean, "--corrupted-ids", corrupted,
+                               "--answer-id", str(answer), "--wrong-id", str(wrong)], command="patch")
+    layers = model.model.layers
+    patcher = PC.Patcher(lambda ids: model(ids), lambda logits: float(logits[0, -1, answer] - logits[0, -1, wrong]),
+                         [l.self_attn.o_proj for l in layers], list(layers), [l.self_attn for l in layers],
+                         [l.mlp for l in layers], c["head_dim"])
+    with torch.no_grad():
+        results = patcher.sweeps(torch.tensor([ours["clean"]["ids"]]), torch.tensor([ours["corrupted"]["ids"]]),
+                                 c["num_attention_heads"], len(ours["clean"]["ids"]))
+    PC.compare_patching(f"{name} patch '{clean}' / '{corrupted}'", ours, *results)
+
+
+def heads_case(attn, name, args):
+    """`attn heads` against head_detector_check.py's restatement of TransformerLens's detectors."""
+    model, c = decoder_model(name)
+    ours = HD.attn_heads(attn, ["--model-dir", str(PRETRAINED / name), *args])
+    HD.check_tokens(f"{name} heads", ours)
+    rows = ours["sequences"]["ids"]
+    S = max(map(len, rows))
+    stages = run(model, [r + [0] * (S - len(r)) for r in rows])  # right padding: no real token sees it
+    weights = [stages[f"model.layers.{l}.self_attn.attn_weights"] for l in range(c["num_hidden_layers"])]
+    HD.compare(f"{name} heads {' '.join(args)}", ours, weights, (False, False, "mul"))
+
+
+def main(attn):
+    heads_case(attn, "llama3_gqa", ["--seq-len", "6", "--batch", "2", "--seed", "5"])
+    heads_case(attn, "llama_tiny", ["--sentence", "the cat sat on the mat the cat sat", "--sentence", "a dog ran"])
+    patch_case(attn, "llama3_gqa", "5 17 42 3 60", "5 17 9 3 60", 11, 29)
+    patch_case(attn, "qwen2_bias", "1 33 2 63 14", "1 33 2 8 14", 7, 50)
+    generate_case(attn, "llama3_gqa", ["--prompt-ids", "5 17 42"], 12)
+    generate_case(attn, "llama3_gqa", ["--prompt-ids", "1 33 2 63"], 10, temperature=1.0, seed=1)
+    generate_case(attn, "mistral_window", ["--prompt-ids", "5 17"], 10)  # past the window of 3: old keys hidden
+    generate_case(attn, "mistral_window", ["--prompt-ids", "5 17 42"], 10, temperature=0.8, top_k=8, seed=3)
+    generate_case(attn, "qwen2_bias", ["--prompt-ids", "7"], 8, temperature=1.2, top_p=0.8, seed=42)
+    generate_case(attn, "llama_tiny", ["--prompt", "the cat sat"], 6, temperature=0.9, top_k=10, top_p=0.5, seed=7)
+    ablation_case(attn, "llama3_gqa", ROWS, "0.1,kv1.1", [(0, 1), (1, 2), (1, 3)], [0], "zero")
+    ablation_case(attn, "llama3_gqa", ROWS, "kv0.0", [(0, 0), (0, 1)], [1], "mean")
+    ablation_case(attn, "mistral_window", ROWS[:1], "kv1.0", [(1, 0), (1, 1), (1, 2), (1, 3)], [], "mean")
+    ablation_case(attn, "qwen2_bias", ROWS[:1], "1.3", [(1, 3)], [0, 1], "zero")
+    lens_case(attn, "llama3_gqa", ROWS)
+    lens_case(attn, "mistral_window", ROWS[:1])
+    failures = IC.failures + PC.failures + HD.failures
+    if failures:
+        raise SystemExit(f"{len(failures)} check(s) failed")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
