@@ -66,6 +66,9 @@ TEST_CASE("decoder configs: families, old and new spellings, derived fields", "[
   const DecoderConfig mistral = decoder_config_from_json(config_json("mistral_window"), "config.json");
   CHECK(mistral.rope.type == RopeType::dynamic);  // rope_scaling, "type"
   CHECK(mistral.sliding_window == 3);
+  Json unwindowed = config_json("mistral_window");
+  unwindowed["sliding_window"] = nullptr;  // Mistral v0.2 on
+  CHECK(decoder_config_from_json(unwindowed, "config.json").sliding_window == 0);
   const DecoderConfig qwen3 = decoder_config_from_json(config_json("qwen3_norm"), "config.json");
   CHECK(qwen3.head_dim == 16);
   CHECK(qwen3.hidden_size / qwen3.num_heads == 8);

@@ -25,6 +25,7 @@ struct Family {
   const char *model_type, *architecture;
   size_t vocab, hidden, layers, heads, kv_heads, head_dim, intermediate, max_positions;  // 0: derived
   double rope_theta;
+  bool tied;  // tie_word_embeddings
   ReadFamily read;
 };
 
@@ -35,9 +36,14 @@ void read_llama(const ConfigReader& r, const Family&, DecoderConfig& c) {
   if (r.flag("mlp_bias", false)) throw InputError(r.file + ": mlp_bias is not supported");
 }
 
+// sliding_window: null (Mistral v0.2 on) turns it off.
+size_t read_window(const ConfigReader& r) {
+  return r.j.contains("sliding_window") && r.j["sliding_window"].is_null() ? 0 : r.size("sliding_window", 4096, false);
+}
+
 void read_mistral(const ConfigReader& r, const Family& f, DecoderConfig& c) {
   read_llama(r, f, c);
-  c.sliding_window = r.size("sliding_window", 4096, false);
+  c.sliding_window = read_window(r);
   c.sliding_layers.assign(c.num_layers, true);
 }
 
@@ -93,7 +99,7 @@ void read_gemma2(const ConfigReader& r, const Family& f, DecoderConfig& c) {
   const bool gemma3 = f.model_type == std::string("gemma3_text");
   c.attn_softcap = read_cap(r, "attn_logit_softcapping", gemma3 ? 0.0 : 50.0);
   c.final_softcap = read_cap(r, "final_logit_softcapping", gemma3 ? 0.0 : 30.0);
-  c.sliding_window = r.size("sliding_window", 4096);
+  c.sliding_window = read_window(r);
   read_layer_types(r, c, [](size_t i) { return i % 2 == 0; });  // Gemma2DecoderLayer: not layer_idx % 2
 }
 
@@ -121,20 +127,14 @@ void read_neox(const ConfigReader& r, const Family&, DecoderConfig& c) {
 
 // transformers' defaults per family (its {Llama,…,GPTNeoX}Config).
 const Family families[] = {
-    {"llama", "LlamaForCausalLM", 32000, 4096, 32, 32, 0, 0, 11008, 2048, 10000.0, read_llama},
-    {"mistral", "MistralForCausalLM", 32000, 4096, 32, 32, 8, 0, 14336, 4096 * 32, 10000.0, read_mistral},
-    {"qwen2", "Qwen2ForCausalLM", 151936, 4096, 32, 32, 0, 0, 22016, 32768, 10000.0, read_qwen2},
-    {"qwen3", "Qwen3ForCausalLM", 151936, 4096, 32, 32, 0, 0, 22016, 32768, 10000.0, read_qwen3},
-    {"gemma2", "Gemma2ForCausalLM", 256000, 2304, 26, 8, 4, 256, 9216, 8192, 10000.0, read_gemma2},
-    {"gemma3_text", "Gemma3ForCausalLM", 262208, 2304, 26, 8, 4, 256, 9216, 131072, 1000000.0, read_gemma3},
-    {"gpt_neox", "GPTNeoXForCausalLM", 50432, 6144, 44, 64, 0, 0, 24576, 2048, 10000.0, read_neox},
+    {"llama", "LlamaForCausalLM", 32000, 4096, 32, 32, 0, 0, 11008, 2048, 10000.0, false, read_llama},
+    {"mistral", "MistralForCausalLM", 32000, 4096, 32, 32, 8, 0, 14336, 4096 * 32, 10000.0, false, read_mistral},
+    {"qwen2", "Qwen2ForCausalLM", 151936, 4096, 32, 32, 0, 0, 22016, 32768, 10000.0, false, read_qwen2},
+    {"qwen3", "Qwen3ForCausalLM", 151936, 4096, 32, 32, 0, 0, 22016, 32768, 10000.0, false, read_qwen3},
+    {"gemma2", "Gemma2ForCausalLM", 256000, 2304, 26, 8, 4, 256, 9216, 8192, 10000.0, true, read_gemma2},
+    {"gemma3_text", "Gemma3ForCausalLM", 262208, 2304, 26, 8, 4, 256, 9216, 131072, 1000000.0, true, read_gemma3},
+    {"gpt_neox", "GPTNeoXForCausalLM", 50432, 6144, 44, 64, 0, 0, 24576, 2048, 10000.0, false, read_neox},
 };
-
-std::string supported_architectures() {
-  std::string list;
-  for (const Family& f : families) list += (list.empty() ? "" : ", ") + std::string(f.architecture);
-  return list;
-}
 
 std::string first_architecture(const Json& j) {
   if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
@@ -216,11 +216,17 @@ void check_decoder_config(const DecoderConfig& c, const std::string& file) {
 
 }  // namespace
 
+std::string decoder_architectures() {
+  std::string list;
+  for (const Family& f : families) list += (list.empty() ? "" : ", ") + std::string(f.architecture);
+  return list;
+}
+
 bool is_decoder_config(const Json& j) { return j.is_object() && find_family(j) != nullptr; }
 
 DecoderConfig decoder_config_from_json(const Json& j, const std::string& file) {
   const Family* f = j.is_object() ? find_family(j) : nullptr;
-  if (!f) throw InputError(file + ": not a supported decoder (" + supported_architectures() + ")");
+  if (!f) throw InputError(file + ": not a supported decoder (" + decoder_architectures() + ")");
   const ConfigReader r{j, file};
   DecoderConfig c;
   c.model_type = f->model_type;
@@ -237,7 +243,7 @@ DecoderConfig decoder_config_from_json(const Json& j, const std::string& file) {
   c.head_dim = r.size("head_dim", f->head_dim ? f->head_dim : c.hidden_size / c.num_heads);
   c.rms_norm_eps = r.number("rms_norm_eps", 1e-6);
   c.rope_theta = r.number("rope_theta", f->rope_theta);
-  c.tie_word_embeddings = r.flag("tie_word_embeddings", f->read == read_gemma2 || f->read == read_gemma3);
+  c.tie_word_embeddings = r.flag("tie_word_embeddings", f->tied);
   c.partial_rotary_factor = r.number("partial_rotary_factor", 1.0);
   f->read(r, *f, c);
   read_rope(j, file, c);

@@ -61,6 +61,8 @@ struct DecoderConfig {
   size_t rotary_dim() const { return size_t(double(head_dim) * partial_rotary_factor); }
 };
 
+// The supported architectures, "LlamaForCausalLM, …, GPTNeoXForCausalLM", for messages.
+std::string decoder_architectures();
 // Whether a config.json names one of these families (model_type or architectures[0]).
 bool is_decoder_config(const Json& json);
 // The config as transformers reads it (missing keys take the family's defaults; old and new spellings
