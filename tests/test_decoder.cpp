@@ -183,6 +183,21 @@ TEST_CASE("decoder tensors of GPT-NeoX: the fused query_key_value and biased nor
              Catch::Contains("embed_out.weight is missing"));
 }
 
+TEST_CASE("decoder weights stored as integers are named, not called missing", "[decoder]") {
+  const DecoderConfig config = decoder_config_from_json(config_json("llama_tiny"), "config.json");
+  const std::string header = R"({"model.norm.weight":{"dtype":"I32","shape":[32],"data_offsets":[0,128]}})";
+  const std::string path = (std::filesystem::temp_directory_path() / "attn_test_int_norm.safetensors").string();
+  {
+    std::ofstream out(path, std::ios::binary);
+    const uint64_t size = header.size();
+    out.write(reinterpret_cast<const char*>(&size), 8);
+    out << header << std::string(128, '\0');
+  }
+  CHECK_THAT(error_of([&] { read_decoder_weights(config, path, "model.safetensors"); }),
+             Catch::Contains("model.safetensors: model.norm.weight is not floating point"));
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("sharded checkpoints: the index read, each shard found and holding what the index says", "[decoder]") {
   const PretrainedFiles files = pretrained_files_in(dir + "pythia_parallel");
   CHECK(std::filesystem::path(files.weights).filename() == "model.safetensors.index.json");

@@ -376,14 +376,28 @@ DecoderModel load_decoder(const DecoderConfig& config, std::vector<NamedTensor> 
   return m;
 }
 
+namespace {
+
+// Integer and boolean tensors are skipped as buffers: one the model needs is named, not called missing.
+void check_skipped(const DecoderConfig& config, const std::vector<std::string>& skipped, const std::string& file) {
+  DecoderModel probe;
+  probe.config = config;
+  probe.layers.resize(config.num_layers);
+  const std::map<std::string, Expected> expected = expected_tensors(probe);
+  for (const std::string& name : skipped)
+    if (expected.count(name)) throw InputError(file + ": " + name + " is not floating point (F32, F16, BF16 or F64)");
+}
+
+}  // namespace
+
 DecoderModel read_decoder_weights(const DecoderConfig& config, const std::string& path, const std::string& file_name,
                                   const ReadProgress& progress) {
   std::vector<std::string> buffers;
   const bool sharded = path.size() > 11 && path.compare(path.size() - 11, 11, ".index.json") == 0;
-  DecoderModel m = load_decoder(config,
-                                sharded ? read_sharded_safetensors(path, &buffers, progress)
-                                        : read_safetensors(path, nullptr, &buffers, progress),
-                                file_name);
+  std::vector<NamedTensor> tensors = sharded ? read_sharded_safetensors(path, &buffers, progress)
+                                             : read_safetensors(path, nullptr, &buffers, progress);
+  check_skipped(config, buffers, file_name);
+  DecoderModel m = load_decoder(config, std::move(tensors), file_name);
   m.ignored.insert(m.ignored.end(), buffers.begin(), buffers.end());
   std::sort(m.ignored.begin(), m.ignored.end());
   return m;
