@@ -85,6 +85,11 @@ attn_cli_case(decoder_encode 0 "LlamaForCausalLM \\(llama\\): 2 layers, hidden 3
               encode --model-dir "${pre}/llama3_gqa" --ids "5 17 42 3" --ids "1 2 3 4" --top-k 2)
 attn_cli_case(decoder_json 0 "^\\{\"family\":\"qwen3\",\"architecture\":\"Qwen3ForCausalLM\".*\"key_value_head_of_query_head\":\\[0,0,1,1\\].*\"name\":\"model.layers.0.self_attn.q_norm\",\"shape\":\\[1,4,3,16\\]"
               encode --model-dir "${pre}/qwen3_norm" --ids "1 2 3" --json)
+# Gemma 2 (sandwich norms, soft caps) and GPT-NeoX from two shards (model.safetensors.index.json).
+attn_cli_case(decoder_gemma2 0 "^Gemma2ForCausalLM \\(gemma2\\): 3 layers, hidden 32, 4 query heads on 2 key/value heads of 16.*model.layers.2.post_feedforward_layernorm torch.Size\\(\\[1, 3, 32\\]\\).*logits torch.Size\\(\\[1, 3, 64\\]\\)"
+              encode --model-dir "${pre}/gemma2_cap" --ids "5 17 42")
+attn_cli_case(decoder_neox_shards 0 "^\\{\"family\":\"gpt_neox\",\"architecture\":\"GPTNeoXForCausalLM\".*\"name\":\"model.layers.1.self_attn.queries_rotated\",\"shape\":\\[1,2,3,16\\]"
+              encode --model-dir "${pre}/pythia_parallel" --ids "1 2 3" --json)
 attn_cli_case(decoder_sentence 0 "^LlamaForCausalLM \\(llama\\).*\n\\['<s>', '▁the', '▁cat', '▁sat'\\]\n\\['<s>', '▁a', '▁dog', '▁ran'\\]\n.*logits torch.Size\\(\\[2, 4, 64\\]\\).*next token after sequence 2:\n +0\\.[0-9]+ +[0-9]+  [^\n]+\n"
               encode --model-dir "${pre}/llama_tiny" --sentence "the cat sat" --sentence "a dog ran" --top-k 2)
 attn_cli_case(decoder_sentence_json 0 "\"input_ids\":\\[\\[1,[0-9,]+\\]\\],\"tokens\":\\[\\[\"<s>\",\"▁the\",\"▁cat\"\\]\\]"

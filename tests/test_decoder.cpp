@@ -1,11 +1,15 @@
-// The Llama family's one decoder (core/model/decoder.*) against PyTorch: tests/torchgen/decoder.py builds
-// Llama, Mistral, Qwen2 and Qwen3 by hand from transformers' modeling files and writes them as Hugging
-// Face folders; every stage and the logits within the pretrained checkpoints' tolerance, the config's
-// spellings, and the messages for configs, tensors and inputs that do not fit.
+// The one decoder (core/model/decoder.*) against PyTorch: tests/torchgen/decoder.py builds Llama,
+// Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3's text model and GPT-NeoX by hand from transformers' modeling
+// files and writes them as Hugging Face folders (one sharded); every stage and the logits within the
+// pretrained checkpoints' tolerance, the config's spellings, and the messages for configs, tensors,
+// shards and inputs that do not fit.
+#include <filesystem>
 #include <fstream>
 
 #include "core/base/error.hpp"
+#include "core/io/safetensors_index.hpp"
 #include "core/model/decoder.hpp"
+#include "core/model/pretrained_files.hpp"
 #include "tests/fixtures.hpp"
 #include "tests/model_fixtures.hpp"
 
@@ -24,7 +28,7 @@ Json config_json(const std::string& model) {
 
 DecoderModel fixture_model(const std::string& model) {
   const DecoderConfig config = decoder_config_from_json(config_json(model), model + "/config.json");
-  return read_decoder_weights(config, dir + model + "/model.safetensors", model);
+  return read_decoder_weights(config, pretrained_files_in(dir + model).weights, model);
 }
 
 std::string error_of(const std::function<void()>& run) {
@@ -39,7 +43,8 @@ std::string error_of(const std::function<void()>& run) {
 
 }  // namespace
 
-TEST_CASE("decoder checkpoints (Llama, Mistral, Qwen2, Qwen3) equal PyTorch stage for stage", "[decoder]") {
+TEST_CASE("decoder checkpoints (Llama, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3, GPT-NeoX) equal PyTorch stage for stage",
+          "[decoder]") {
   for (const json& c : test::cached_fixture("pretrained/decoder_stages.json")) {
     const std::string name = c.at("case").get<std::string>();
     SECTION(name) {
@@ -61,6 +66,9 @@ TEST_CASE("decoder configs: families, old and new spellings, derived fields", "[
   const DecoderConfig mistral = decoder_config_from_json(config_json("mistral_window"), "config.json");
   CHECK(mistral.rope.type == RopeType::dynamic);  // rope_scaling, "type"
   CHECK(mistral.sliding_window == 3);
+  Json unwindowed = config_json("mistral_window");
+  unwindowed["sliding_window"] = nullptr;  // Mistral v0.2 on
+  CHECK(decoder_config_from_json(unwindowed, "config.json").sliding_window == 0);
   const DecoderConfig qwen3 = decoder_config_from_json(config_json("qwen3_norm"), "config.json");
   CHECK(qwen3.head_dim == 16);
   CHECK(qwen3.hidden_size / qwen3.num_heads == 8);
@@ -75,6 +83,39 @@ TEST_CASE("decoder configs: families, old and new spellings, derived fields", "[
   CHECK_FALSE(is_decoder_config(Json{{"model_type", "gpt2"}}));
 }
 
+TEST_CASE("decoder configs of Gemma 2, Gemma 3 and GPT-NeoX: layer kinds, caps, rotations, defaults", "[decoder]") {
+  const DecoderConfig gemma2 = decoder_config_from_json(config_json("gemma2_cap"), "config.json");
+  CHECK(gemma2.sliding_layers == std::vector<bool>{true, false, true});  // even layers, without layer_types
+  CHECK((gemma2.norm == NormKind::rms_one_plus && gemma2.embed_scale && gemma2.sandwich_norms));
+  CHECK((gemma2.attn_softcap == 2.0 && gemma2.final_softcap == 3.0 && gemma2.query_pre_attn_scalar == 12.0));
+  CHECK(gemma2.tie_word_embeddings);  // Gemma's default: the key is absent
+  CHECK(gemma2.act == DecoderAct::gelu_tanh);
+  const DecoderConfig gemma3 = decoder_config_from_json(config_json("gemma3_local"), "config.json");
+  CHECK(gemma3.sliding_layers == std::vector<bool>{true, false, true});  // layer_types
+  CHECK((gemma3.attn_softcap == 0 && gemma3.final_softcap == 0 && gemma3.qk_norm));  // null caps
+  CHECK(gemma3.local_rope_theta == 100.0);
+  CHECK(rotary_frequencies(local_rotary_config(gemma3)).inv_freq[2] == Approx(0.1f));  // 1 / 100^(4/8)
+  Json pattern = config_json("gemma3_local");
+  pattern.erase("layer_types");
+  pattern["num_hidden_layers"] = 12u;
+  CHECK(decoder_config_from_json(pattern, "config.json").sliding_layers ==
+        std::vector<bool>{true, false, true, false, true, false, true, false, true, false, true, false});
+  pattern.erase("sliding_window_pattern");  // every 6th layer global
+  const std::vector<bool> six = decoder_config_from_json(pattern, "config.json").sliding_layers;
+  CHECK((six[4] && !six[5] && six[6] && !six[11]));
+  // transformers >= 4.57: one rope dict per layer type.
+  Json nested = config_json("gemma3_local");
+  nested.erase("rope_scaling");
+  nested["rope_parameters"] = {{"full_attention", {{"rope_type", "linear"}, {"factor", 2.0}, {"rope_theta", 5000.0}}},
+                               {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 50.0}}}};
+  const DecoderConfig per_type = decoder_config_from_json(nested, "config.json");
+  CHECK((per_type.rope.type == RopeType::linear && per_type.rope_theta == 5000.0 && per_type.local_rope_theta == 50.0));
+  const DecoderConfig neox = decoder_config_from_json(config_json("pythia_parallel"), "config.json");
+  CHECK((neox.rotary_dim() == 4 && neox.head_dim == 16 && neox.parallel_residual && neox.fused_qkv));
+  CHECK((neox.norm == NormKind::layer_norm && neox.mlp == MlpKind::plain && neox.qkv_bias && neox.o_bias));
+  CHECK_FALSE(decoder_config_from_json(config_json("neox_sequential"), "config.json").parallel_residual);
+}
+
 TEST_CASE("decoder configs that cannot run are InputErrors naming the file and key", "[decoder]") {
   const Json llama = config_json("llama_tiny");
   auto with = [&](const char* key, const Json& value) {
@@ -82,8 +123,9 @@ TEST_CASE("decoder configs that cannot run are InputErrors naming the file and k
     j[key] = value;
     return error_of([&] { decoder_config_from_json(j, "config.json"); });
   };
-  CHECK_THAT(error_of([] { decoder_config_from_json(Json{{"model_type", "gemma2"}}, "config.json"); }),
-             Catch::Contains("LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM"));
+  CHECK_THAT(error_of([] { decoder_config_from_json(Json{{"model_type", "mamba"}}, "config.json"); }),
+             Catch::Contains("not a supported decoder (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
+                             "Qwen3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, GPTNeoXForCausalLM)"));
   CHECK_THAT(with("num_key_value_heads", 3u), Catch::Contains("multiple of num_key_value_heads"));
   CHECK_THAT(with("rope_scaling", Json{{"rope_type", "longrope"}}), Catch::Contains("\"longrope\" is not supported"));
   CHECK_THAT(with("rope_scaling", Json{{"rope_type", "linear"}}), Catch::Contains("needs a 'factor'"));
@@ -91,6 +133,19 @@ TEST_CASE("decoder configs that cannot run are InputErrors naming the file and k
              Catch::Contains("original_max_position_embeddings"));
   CHECK_THAT(with("hidden_act", "gelu"), Catch::Contains("silu"));
   CHECK_THAT(with("num_attention_heads", 2.5), Catch::Contains("'num_attention_heads'"));
+  Json gemma = config_json("gemma3_local");
+  gemma["layer_types"] = {"sliding_attention"};
+  CHECK_THAT(error_of([&] { decoder_config_from_json(gemma, "config.json"); }),
+             Catch::Contains("'layer_types' must list one type per layer (3)"));
+  gemma["layer_types"] = {"sliding_attention", "chunked_attention", "full_attention"};
+  CHECK_THAT(error_of([&] { decoder_config_from_json(gemma, "config.json"); }), Catch::Contains("\"chunked_attention\""));
+  gemma.erase("layer_types");
+  gemma["hidden_activation"] = "relu";
+  CHECK_THAT(error_of([&] { decoder_config_from_json(gemma, "config.json"); }), Catch::Contains("\"relu\" is not supported"));
+  Json neox = config_json("pythia_parallel");
+  neox["rotary_pct"] = 0.1;  // 1.6 of 16 values: int() gives 1, which cannot rotate in halves
+  CHECK_THAT(error_of([&] { decoder_config_from_json(neox, "config.json"); }),
+             Catch::Contains("the rotated part of a head (1 of 16 values) must be even"));
 }
 
 TEST_CASE("decoder tensors that do not fit their config name every tensor", "[decoder]") {
@@ -110,6 +165,63 @@ TEST_CASE("decoder tensors that do not fit their config name every tensor", "[de
   llama.erase(std::find_if(llama.begin(), llama.end(), [](const NamedTensor& t) { return t.name == "lm_head.weight"; }));
   CHECK_THAT(error_of([&] { load_decoder(untied, llama, "model.safetensors"); }),
              Catch::Contains("lm_head.weight is missing"));
+}
+
+TEST_CASE("decoder tensors of GPT-NeoX: the fused query_key_value and biased norms checked by shape", "[decoder]") {
+  const DecoderConfig config = decoder_config_from_json(config_json("neox_sequential"), "config.json");
+  std::vector<NamedTensor> tensors = read_safetensors(dir + "neox_sequential/model.safetensors");
+  for (NamedTensor& t : tensors)
+    if (t.name == "gpt_neox.layers.1.attention.query_key_value.weight") t.value = Tensor::from_shape({32, 32});
+  tensors.erase(std::find_if(tensors.begin(), tensors.end(),
+                             [](const NamedTensor& t) { return t.name == "gpt_neox.final_layer_norm.bias"; }));
+  const std::string what = error_of([&] { load_decoder(config, tensors, "model.safetensors"); });
+  CHECK_THAT(what, Catch::Contains("gpt_neox.layers.1.attention.query_key_value.weight has shape [32, 32], the config "
+                                   "needs [96, 32]"));
+  CHECK_THAT(what, Catch::Contains("gpt_neox.final_layer_norm.bias is missing"));
+  // A Llama-layout checkpoint under a NeoX config names every tensor NeoX needs.
+  CHECK_THAT(error_of([&] { load_decoder(config, read_safetensors(dir + "llama_tiny/model.safetensors"), "m"); }),
+             Catch::Contains("embed_out.weight is missing"));
+}
+
+TEST_CASE("decoder weights stored as integers are named, not called missing", "[decoder]") {
+  const DecoderConfig config = decoder_config_from_json(config_json("llama_tiny"), "config.json");
+  const std::string header = R"({"model.norm.weight":{"dtype":"I32","shape":[32],"data_offsets":[0,128]}})";
+  const std::string path = (std::filesystem::temp_directory_path() / "attn_test_int_norm.safetensors").string();
+  {
+    std::ofstream out(path, std::ios::binary);
+    const uint64_t size = header.size();
+    out.write(reinterpret_cast<const char*>(&size), 8);
+    out << header << std::string(128, '\0');
+  }
+  CHECK_THAT(error_of([&] { read_decoder_weights(config, path, "model.safetensors"); }),
+             Catch::Contains("model.safetensors: model.norm.weight is not floating point"));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("sharded checkpoints: the index read, each shard found and holding what the index says", "[decoder]") {
+  const PretrainedFiles files = pretrained_files_in(dir + "pythia_parallel");
+  CHECK(std::filesystem::path(files.weights).filename() == "model.safetensors.index.json");
+  CHECK(read_sharded_safetensors(files.weights).size() == 28);  // 4 + 12 per layer
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path() / "attn_test_shards";
+  std::filesystem::remove_all(tmp);
+  std::filesystem::create_directories(tmp);
+  const std::string index = (tmp / "model.safetensors.index.json").string();
+  auto write = [&](const std::string& text) { std::ofstream(index) << text; };
+  std::filesystem::copy_file(dir + "pythia_parallel/model-00001-of-00002.safetensors", tmp / "a.safetensors");
+  write(R"({"weight_map": {"embed_out.weight": "a.safetensors", "x": "b.safetensors"}})");
+  CHECK_THAT(error_of([&] { read_sharded_safetensors(index); }),
+             Catch::Contains("model.safetensors.index.json names the shard b.safetensors, which is missing"));
+  write(R"({"weight_map": {"embed_out.weight": "a.safetensors", "gpt_neox.embed_in.weight": "a.safetensors",
+           "model.norm.weight": "a.safetensors"}})");
+  CHECK_THAT(error_of([&] { read_sharded_safetensors(index); }),
+             Catch::Contains("puts model.norm.weight in a.safetensors, which lacks it"));
+  std::filesystem::remove_all(tmp);
+  CHECK_THAT(error_of([] { parse_shard_index("{\"weight_map\": {\"a\": \"../m.safetensors\"}}", "i.json"); }),
+             Catch::Contains("is not a .safetensors file beside the index"));
+  CHECK_THAT(error_of([] { parse_shard_index("{}", "i.json"); }), Catch::Contains("needs a 'weight_map'"));
+  CHECK_THAT(error_of([] { parse_shard_index("{", "i.json"); }), Catch::Contains("i.json is not valid JSON"));
+  CHECK_THAT(error_of([] { parse_shard_index(R"({"weight_map": {"a": 1}})", "i.json"); }),
+             Catch::Contains("the shard of 'a' must be a file name"));
 }
 
 TEST_CASE("decoder inputs outside the vocabulary or the positions are InputErrors", "[decoder]") {

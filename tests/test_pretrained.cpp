@@ -94,7 +94,8 @@ TEST_CASE("configs of another family or with options not implemented are refused
   };
   CHECK(message(R"({"model_type": "t5"})") ==
         "config.json: model family 't5' is not supported (supported architectures: BertModel and its task models, "
-        "GPT2LMHeadModel, LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)");
+        "GPT2LMHeadModel, LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
+        "Gemma2ForCausalLM, Gemma3ForCausalLM, GPTNeoXForCausalLM)");
   CHECK(message(R"({"model_type": "qwen3"})").find("runs only in attn encode, generate, heads and patch") != std::string::npos);
   CHECK(message(R"({})").find("model family not given") != std::string::npos);
   CHECK(message(R"({"model_type": "bert", "hidden_size": 30, "num_attention_heads": 4})") ==

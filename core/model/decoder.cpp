@@ -4,9 +4,11 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "core/base/error.hpp"
 #include "core/base/memory.hpp"
+#include "core/io/safetensors_index.hpp"
 #include "core/kernels/kernels.hpp"
 #include "core/model/pretrained_parts.hpp"
 
@@ -15,17 +17,123 @@ namespace {
 
 // --- config.json ---
 
+// Each family's config keys beyond the shared ones, into the one decoder's fields.
+struct Family;
+using ReadFamily = void (*)(const ConfigReader&, const Family&, DecoderConfig&);
+
 struct Family {
   const char *model_type, *architecture;
-  size_t vocab, intermediate, kv_heads, max_positions;  // transformers' defaults for the family
-  bool qkv_bias, qk_norm;
+  size_t vocab, hidden, layers, heads, kv_heads, head_dim, intermediate, max_positions;  // 0: derived
+  double rope_theta;
+  bool tied;  // tie_word_embeddings
+  ReadFamily read;
 };
-// {Llama,Mistral,Qwen2,Qwen3}Config's defaults (hidden 4096, 32 layers, 32 heads in all four).
+
+void read_llama(const ConfigReader& r, const Family&, DecoderConfig& c) {
+  const bool attention_bias = r.flag("attention_bias", false);
+  c.qkv_bias = c.o_bias = attention_bias;
+  if (r.text("hidden_act", "silu") != "silu") throw InputError(r.file + ": only hidden_act \"silu\" is supported");
+  if (r.flag("mlp_bias", false)) throw InputError(r.file + ": mlp_bias is not supported");
+}
+
+// sliding_window: null (Mistral v0.2 on) turns it off.
+size_t read_window(const ConfigReader& r) {
+  return r.j.contains("sliding_window") && r.j["sliding_window"].is_null() ? 0 : r.size("sliding_window", 4096, false);
+}
+
+void read_mistral(const ConfigReader& r, const Family& f, DecoderConfig& c) {
+  read_llama(r, f, c);
+  c.sliding_window = read_window(r);
+  c.sliding_layers.assign(c.num_layers, true);
+}
+
+void read_qwen2(const ConfigReader& r, const Family& f, DecoderConfig& c) {
+  read_llama(r, f, c);
+  c.qkv_bias = true;
+  c.o_bias = false;  // Qwen2's o_proj never has one
+  if (r.flag("use_sliding_window", false))
+    throw InputError(r.file + ": use_sliding_window (Qwen's windowed layers) is not supported yet");
+}
+
+void read_qwen3(const ConfigReader& r, const Family& f, DecoderConfig& c) {
+  read_llama(r, f, c);
+  c.qk_norm = true;
+}
+
+DecoderAct read_activation(const ConfigReader& r, const char* key, const std::string& fallback) {
+  const std::string name = r.text(key, fallback);
+  if (name == "silu") return DecoderAct::silu;
+  if (name == "gelu") return DecoderAct::gelu;
+  if (name == "gelu_pytorch_tanh" || name == "gelu_new") return DecoderAct::gelu_tanh;
+  throw InputError(r.file + ": " + key + " \"" + name + "\" is not supported (silu, gelu, gelu_pytorch_tanh)");
+}
+
+// A soft cap: absent takes the family's default, null turns it off.
+double read_cap(const ConfigReader& r, const char* key, double fallback) {
+  return r.j.contains(key) && r.j[key].is_null() ? 0.0 : r.number(key, fallback);
+}
+
+// layer_types (transformers >= 4.54) when given, else `sliding(i)`: which layers see only the window.
+void read_layer_types(const ConfigReader& r, DecoderConfig& c, const std::function<bool(size_t)>& sliding) {
+  c.sliding_layers.resize(c.num_layers);
+  for (size_t i = 0; i < c.num_layers; ++i) c.sliding_layers[i] = sliding(i);
+  if (!r.j.contains("layer_types")) return;
+  const Json& types = r.j["layer_types"];
+  if (!types.is_array() || types.size() != c.num_layers)
+    throw InputError(r.file + ": 'layer_types' must list one type per layer (" + std::to_string(c.num_layers) + ")");
+  for (size_t i = 0; i < c.num_layers; ++i) {
+    const std::string type = types[i].is_string() ? types[i].get<std::string>() : "";
+    if (type != "sliding_attention" && type != "full_attention")
+      throw InputError(r.file + ": 'layer_types' holds \"" + type + "\" (sliding_attention or full_attention)");
+    c.sliding_layers[i] = type == "sliding_attention";
+  }
+}
+
+// Gemma 2 (and 3): Gemma's RMSNorm, scaled embeddings, sandwich norms, query_pre_attn_scalar, soft caps.
+void read_gemma2(const ConfigReader& r, const Family& f, DecoderConfig& c) {
+  c.norm = NormKind::rms_one_plus;
+  c.embed_scale = c.sandwich_norms = true;
+  c.qkv_bias = c.o_bias = r.flag("attention_bias", false);
+  c.act = read_activation(r, r.j.contains("hidden_activation") ? "hidden_activation" : "hidden_act", "gelu_pytorch_tanh");
+  c.query_pre_attn_scalar = r.number("query_pre_attn_scalar", 256);
+  const bool gemma3 = f.model_type == std::string("gemma3_text");
+  c.attn_softcap = read_cap(r, "attn_logit_softcapping", gemma3 ? 0.0 : 50.0);
+  c.final_softcap = read_cap(r, "final_logit_softcapping", gemma3 ? 0.0 : 30.0);
+  c.sliding_window = read_window(r);
+  read_layer_types(r, c, [](size_t i) { return i % 2 == 0; });  // Gemma2DecoderLayer: not layer_idx % 2
+}
+
+void read_gemma3(const ConfigReader& r, const Family& f, DecoderConfig& c) {
+  read_gemma2(r, f, c);
+  c.qk_norm = true;
+  c.local_rope_theta = r.number("rope_local_base_freq", 10000.0);
+  const size_t pattern = r.size("sliding_window_pattern", 6);  // every pattern-th layer global
+  read_layer_types(r, c, [pattern](size_t i) { return (i + 1) % pattern != 0; });
+}
+
+// GPT-NeoX (Pythia): LayerNorm, fused per-head q/k/v, partial rotation, a plain GELU MLP with biases.
+void read_neox(const ConfigReader& r, const Family&, DecoderConfig& c) {
+  c.norm = NormKind::layer_norm;
+  c.mlp = MlpKind::plain;
+  c.fused_qkv = c.mlp_bias = true;
+  c.num_kv_heads = c.num_heads;
+  c.rms_norm_eps = r.number("layer_norm_eps", 1e-5);
+  c.rope_theta = r.number("rotary_emb_base", c.rope_theta);
+  c.partial_rotary_factor = r.number("rotary_pct", r.number("partial_rotary_factor", 0.25));
+  c.parallel_residual = r.flag("use_parallel_residual", true);
+  c.qkv_bias = c.o_bias = r.flag("attention_bias", true);
+  c.act = read_activation(r, "hidden_act", "gelu");
+}
+
+// transformers' defaults per family (its {Llama,…,GPTNeoX}Config).
 const Family families[] = {
-    {"llama", "LlamaForCausalLM", 32000, 11008, 0, 2048, false, false},
-    {"mistral", "MistralForCausalLM", 32000, 14336, 8, 4096 * 32, false, false},
-    {"qwen2", "Qwen2ForCausalLM", 151936, 22016, 0, 32768, true, false},
-    {"qwen3", "Qwen3ForCausalLM", 151936, 22016, 0, 32768, false, true},
+    {"llama", "LlamaForCausalLM", 32000, 4096, 32, 32, 0, 0, 11008, 2048, 10000.0, false, read_llama},
+    {"mistral", "MistralForCausalLM", 32000, 4096, 32, 32, 8, 0, 14336, 4096 * 32, 10000.0, false, read_mistral},
+    {"qwen2", "Qwen2ForCausalLM", 151936, 4096, 32, 32, 0, 0, 22016, 32768, 10000.0, false, read_qwen2},
+    {"qwen3", "Qwen3ForCausalLM", 151936, 4096, 32, 32, 0, 0, 22016, 32768, 10000.0, false, read_qwen3},
+    {"gemma2", "Gemma2ForCausalLM", 256000, 2304, 26, 8, 4, 256, 9216, 8192, 10000.0, true, read_gemma2},
+    {"gemma3_text", "Gemma3ForCausalLM", 262208, 2304, 26, 8, 4, 256, 9216, 131072, 1000000.0, true, read_gemma3},
+    {"gpt_neox", "GPTNeoXForCausalLM", 50432, 6144, 44, 64, 0, 0, 24576, 2048, 10000.0, false, read_neox},
 };
 
 std::string first_architecture(const Json& j) {
@@ -52,20 +160,17 @@ RopeType parse_rope_type(const std::string& name, const std::string& where) {
   throw InputError(where + " rope type \"" + name + "\" is not supported (default, linear, dynamic, llama3, yarn)");
 }
 
-// rope_scaling (transformers before 4.56; "type" before 4.45) or rope_parameters (later, rope_theta
-// inside it); null or absent: the default rotation.
-void read_rope(const Json& j, const std::string& file, DecoderConfig& c) {
-  const char* key = j.contains("rope_parameters") ? "rope_parameters" : "rope_scaling";
-  if (!j.contains(key) || j[key].is_null()) return;
-  if (!j[key].is_object()) throw InputError(file + ": '" + key + "' must be an object");
-  const std::string where = file + ": '" + key + "'";
-  const ConfigReader r{j[key], where};
+// One rope dict (rope_theta may sit inside it).
+void read_rope_object(const Json& rope, const std::string& where, DecoderConfig& c) {
+  if (!rope.is_object()) throw InputError(where + " must be an object");
+  const ConfigReader r{rope, where};
   c.rope_theta = r.number("rope_theta", c.rope_theta);
+  c.partial_rotary_factor = r.number("partial_rotary_factor", c.partial_rotary_factor);  // NeoX, >= 4.56
   const std::string type = r.text("rope_type", r.text("type", "default"));
   RopeScaling& s = c.rope;
   s.type = parse_rope_type(type, r.file);
   if (s.type == RopeType::default_) return;
-  if (!j[key].contains("factor")) throw InputError(r.file + " needs a 'factor' for rope type \"" + type + "\"");
+  if (!rope.contains("factor")) throw InputError(r.file + " needs a 'factor' for rope type \"" + type + "\"");
   s.factor = r.number("factor", 1.0);
   s.low_freq_factor = r.number("low_freq_factor", s.low_freq_factor);
   s.high_freq_factor = r.number("high_freq_factor", s.high_freq_factor);
@@ -78,7 +183,25 @@ void read_rope(const Json& j, const std::string& file, DecoderConfig& c) {
   if (s.type == RopeType::llama3 && !(s.high_freq_factor > s.low_freq_factor))
     throw InputError(r.file + ": 'high_freq_factor' must be above 'low_freq_factor'");
   for (const char* later : {"mscale", "mscale_all_dim", "truncate"})
-    if (j[key].contains(later)) throw InputError(r.file + ": yarn's '" + std::string(later) + "' is not supported yet");
+    if (rope.contains(later)) throw InputError(r.file + ": yarn's '" + std::string(later) + "' is not supported yet");
+}
+
+// rope_scaling (transformers before 4.56; "type" before 4.45) or rope_parameters (later, rope_theta
+// inside it; Gemma 3's one per layer type); null or absent: the default rotation.
+void read_rope(const Json& j, const std::string& file, DecoderConfig& c) {
+  const char* key = j.contains("rope_parameters") ? "rope_parameters" : "rope_scaling";
+  if (!j.contains(key) || j[key].is_null()) return;
+  const std::string where = file + ": '" + key + "'";
+  const Json& rope = j[key];
+  if (!rope.is_object() || !rope.contains("full_attention")) return read_rope_object(rope, where, c);
+  read_rope_object(rope["full_attention"], where + "['full_attention']", c);
+  if (!rope.contains("sliding_attention")) return;
+  DecoderConfig local = c;
+  local.rope = RopeScaling{};
+  read_rope_object(rope["sliding_attention"], where + "['sliding_attention']", local);
+  if (local.rope.type != RopeType::default_)
+    throw InputError(where + "['sliding_attention'] must be the default rotation");
+  c.local_rope_theta = local.rope_theta;
 }
 
 // What the tensors alone cannot tell apart, checked against each other.
@@ -86,46 +209,47 @@ void check_decoder_config(const DecoderConfig& c, const std::string& file) {
   if (c.num_heads % c.num_kv_heads)
     throw InputError(file + ": num_attention_heads (" + std::to_string(c.num_heads) +
                      ") must be a multiple of num_key_value_heads (" + std::to_string(c.num_kv_heads) + ")");
-  if (c.head_dim % 2) throw InputError(file + ": the head dimension must be even for the rotation");
+  if (c.rotary_dim() % 2 || c.rotary_dim() == 0)
+    throw InputError(file + ": the rotated part of a head (" + std::to_string(c.rotary_dim()) + " of " +
+                     std::to_string(c.head_dim) + " values) must be even and not empty");
 }
 
 }  // namespace
+
+std::string decoder_architectures() {
+  std::string list;
+  for (const Family& f : families) list += (list.empty() ? "" : ", ") + std::string(f.architecture);
+  return list;
+}
 
 bool is_decoder_config(const Json& j) { return j.is_object() && find_family(j) != nullptr; }
 
 DecoderConfig decoder_config_from_json(const Json& j, const std::string& file) {
   const Family* f = j.is_object() ? find_family(j) : nullptr;
-  if (!f) throw InputError(file + ": not a decoder of the Llama family (LlamaForCausalLM, MistralForCausalLM, "
-                                  "Qwen2ForCausalLM, Qwen3ForCausalLM)");
+  if (!f) throw InputError(file + ": not a supported decoder (" + decoder_architectures() + ")");
   const ConfigReader r{j, file};
   DecoderConfig c;
   c.model_type = f->model_type;
   c.architecture = first_architecture(j).empty() ? f->architecture : first_architecture(j);
   c.vocab_size = r.size("vocab_size", f->vocab);
-  c.hidden_size = r.size("hidden_size", 4096);
+  c.hidden_size = r.size("hidden_size", f->hidden);
   c.intermediate_size = r.size("intermediate_size", f->intermediate);
-  c.num_layers = r.size("num_hidden_layers", 32);
-  c.num_heads = r.size("num_attention_heads", 32);
+  c.num_layers = r.size("num_hidden_layers", f->layers);
+  c.num_heads = r.size("num_attention_heads", f->heads);
   c.num_kv_heads = r.size("num_key_value_heads", f->kv_heads ? f->kv_heads : c.num_heads);
   c.max_positions = r.size("max_position_embeddings", f->max_positions);
-  if (!j.contains("head_dim") && c.hidden_size % c.num_heads)
+  if (!j.contains("head_dim") && !f->head_dim && c.hidden_size % c.num_heads)
     throw InputError(file + ": hidden_size must be a multiple of num_attention_heads when head_dim is not given");
-  c.head_dim = r.size("head_dim", c.hidden_size / c.num_heads);
+  c.head_dim = r.size("head_dim", f->head_dim ? f->head_dim : c.hidden_size / c.num_heads);
   c.rms_norm_eps = r.number("rms_norm_eps", 1e-6);
-  c.rope_theta = r.number("rope_theta", 10000.0);
-  c.tie_word_embeddings = r.flag("tie_word_embeddings", false);
-  const bool attention_bias = r.flag("attention_bias", false);
-  c.qkv_bias = f->qkv_bias || attention_bias;
-  c.o_bias = attention_bias && !f->qkv_bias;  // Qwen2's o_proj never has one
-  c.qk_norm = f->qk_norm;
-  if (c.model_type == std::string("mistral")) c.sliding_window = r.size("sliding_window", 4096, false);
+  c.rope_theta = r.number("rope_theta", f->rope_theta);
+  c.tie_word_embeddings = r.flag("tie_word_embeddings", f->tied);
+  c.partial_rotary_factor = r.number("partial_rotary_factor", 1.0);
+  f->read(r, *f, c);
   read_rope(j, file, c);
-  if (r.text("hidden_act", "silu") != "silu") throw InputError(file + ": only hidden_act \"silu\" is supported");
-  if (r.flag("mlp_bias", false)) throw InputError(file + ": mlp_bias is not supported");
-  if (r.flag("use_sliding_window", false))
-    throw InputError(file + ": use_sliding_window (Qwen's windowed layers) is not supported yet");
-  if (j.contains("partial_rotary_factor") && r.number("partial_rotary_factor", 1.0) != 1.0)
+  if (f->read != read_neox && c.partial_rotary_factor != 1.0)
     throw InputError(file + ": partial_rotary_factor is not supported for " + c.model_type);
+  if (c.partial_rotary_factor > 1) throw InputError(file + ": the rotated part of a head must be at most all of it");
   check_decoder_config(c, file);
   return c;
 }
@@ -140,34 +264,81 @@ struct Expected {
   bool required;
 };
 
+// The checkpoint's names: the Llama layout (Gemma adds its sandwich norms) or GPT-NeoX's.
+struct TensorNames {
+  const char *embed, *final_norm, *head, *layers, *input_norm, *post_attention_norm, *o_proj, *up, *down;
+};
+const TensorNames llama_names = {"model.embed_tokens", "model.norm", "lm_head", "model.layers.", "input_layernorm",
+                                 "post_attention_layernorm", "self_attn.o_proj", "mlp.up_proj", "mlp.down_proj"};
+const TensorNames neox_names = {"gpt_neox.embed_in", "gpt_neox.final_layer_norm", "embed_out", "gpt_neox.layers.",
+                                "input_layernorm", "post_attention_layernorm", "attention.dense",
+                                "mlp.dense_h_to_4h", "mlp.dense_4h_to_h"};
+
+struct ExpectedTensors {
+  std::map<std::string, Expected> e;
+  bool biased_norms;
+  void add(const std::string& name, Shape shape, Tensor& into, bool required = true) {
+    e[name] = {std::move(shape), &into, required};
+  }
+  void norm(const std::string& name, size_t n, LayerNorm& into) {
+    add(name + ".weight", {n}, into.weight);
+    if (biased_norms) add(name + ".bias", {n}, into.bias);
+  }
+  void linear(const std::string& name, size_t out, size_t in, Linear& into, bool bias) {
+    add(name + ".weight", {out, in}, into.weight);
+    if (bias) add(name + ".bias", {out}, into.bias);
+  }
+};
+
+void expected_layer(const DecoderConfig& c, const TensorNames& n, const std::string& p, DecoderLayer& l,
+                    ExpectedTensors& e) {
+  const size_t H = c.hidden_size, I = c.intermediate_size, d = c.head_dim, q = c.num_heads * d, kv = c.num_kv_heads * d;
+  e.norm(p + n.input_norm, H, l.input_norm);
+  e.norm(p + n.post_attention_norm, H, l.post_attention_norm);
+  if (c.sandwich_norms) {
+    e.norm(p + "pre_feedforward_layernorm", H, l.pre_feedforward_norm);
+    e.norm(p + "post_feedforward_layernorm", H, l.post_feedforward_norm);
+  }
+  if (c.fused_qkv) {  // split into q_proj, k_proj and v_proj by split_fused_qkv
+    e.linear(p + "attention.query_key_value", q + 2 * kv, H, l.q_proj, c.qkv_bias);
+  } else {
+    e.linear(p + "self_attn.q_proj", q, H, l.q_proj, c.qkv_bias);
+    e.linear(p + "self_attn.k_proj", kv, H, l.k_proj, c.qkv_bias);
+    e.linear(p + "self_attn.v_proj", kv, H, l.v_proj, c.qkv_bias);
+  }
+  e.linear(p + n.o_proj, H, q, l.o_proj, c.o_bias);
+  if (c.qk_norm) e.add(p + "self_attn.q_norm.weight", {d}, l.q_norm), e.add(p + "self_attn.k_norm.weight", {d}, l.k_norm);
+  if (c.mlp == MlpKind::gated) e.linear(p + "mlp.gate_proj", I, H, l.gate_proj, c.mlp_bias);
+  e.linear(p + n.up, I, H, l.up_proj, c.mlp_bias);
+  e.linear(p + n.down, H, I, l.down_proj, c.mlp_bias);
+}
+
 std::map<std::string, Expected> expected_tensors(DecoderModel& m) {
   const DecoderConfig& c = m.config;
-  const size_t H = c.hidden_size, I = c.intermediate_size, d = c.head_dim, q = c.num_heads * d, kv = c.num_kv_heads * d;
-  std::map<std::string, Expected> e;
-  auto add = [&](const std::string& name, Shape shape, Tensor& into, bool required = true) {
-    e[name] = {std::move(shape), &into, required};
-  };
-  add("model.embed_tokens.weight", {c.vocab_size, H}, m.embed_tokens);
-  add("model.norm.weight", {H}, m.norm);
+  const TensorNames& n = c.fused_qkv ? neox_names : llama_names;
+  ExpectedTensors e{{}, c.norm == NormKind::layer_norm};
+  e.add(n.embed + std::string(".weight"), {c.vocab_size, c.hidden_size}, m.embed_tokens);
+  e.norm(n.final_norm, c.hidden_size, m.norm);
   // Tied: a checkpoint may still store lm_head.weight (a copy); the embedding is what transformers uses.
-  add("lm_head.weight", {c.vocab_size, H}, m.lm_head, !c.tie_word_embeddings);
-  for (size_t i = 0; i < c.num_layers; ++i) {
-    DecoderLayer& l = m.layers[i];
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    add(p + "input_layernorm.weight", {H}, l.input_norm);
-    add(p + "post_attention_layernorm.weight", {H}, l.post_attention_norm);
-    const struct { const char* name; Linear& into; size_t out, in; bool bias; } linears[] = {
-        {"self_attn.q_proj", l.q_proj, q, H, c.qkv_bias},   {"self_attn.k_proj", l.k_proj, kv, H, c.qkv_bias},
-        {"self_attn.v_proj", l.v_proj, kv, H, c.qkv_bias},  {"self_attn.o_proj", l.o_proj, H, q, c.o_bias},
-        {"mlp.gate_proj", l.gate_proj, I, H, false},        {"mlp.up_proj", l.up_proj, I, H, false},
-        {"mlp.down_proj", l.down_proj, H, I, false}};
-    for (const auto& x : linears) {
-      add(p + x.name + ".weight", {x.out, x.in}, x.into.weight);
-      if (x.bias) add(p + x.name + ".bias", {x.out}, x.into.bias);
+  e.add(n.head + std::string(".weight"), {c.vocab_size, c.hidden_size}, m.lm_head, !c.tie_word_embeddings);
+  for (size_t i = 0; i < c.num_layers; ++i) expected_layer(c, n, n.layers + std::to_string(i) + ".", m.layers[i], e);
+  return e.e;
+}
+
+// GPTNeoXAttention: query_key_value's output viewed as [heads, 3·head_dim], each head's q, k, v in turn.
+void split_fused_qkv(DecoderLayer& l, size_t heads, size_t d) {
+  const Linear fused = l.q_proj;
+  const size_t in = fused.weight.shape(1);
+  for (size_t part = 0; part < 3; ++part) {
+    Linear& into = part == 0 ? l.q_proj : part == 1 ? l.k_proj : l.v_proj;
+    into.weight = Tensor::from_shape({heads * d, in});
+    if (fused.bias.dimension()) into.bias = Tensor::from_shape({heads * d});
+    for (size_t h = 0; h < heads; ++h) {
+      const size_t from = (h * 3 + part) * d;
+      std::copy_n(fused.weight.data() + from * in, d * in, into.weight.data() + h * d * in);
+      if (fused.bias.dimension()) std::copy_n(fused.bias.data() + from, d, into.bias.data() + h * d);
     }
-    if (c.qk_norm) add(p + "self_attn.q_norm.weight", {d}, l.q_norm), add(p + "self_attn.k_norm.weight", {d}, l.k_norm);
   }
-  return e;
 }
 
 }  // namespace
@@ -199,14 +370,34 @@ DecoderModel load_decoder(const DecoderConfig& config, std::vector<NamedTensor> 
     throw InputError(message);
   }
   if (config.tie_word_embeddings) m.lm_head = m.embed_tokens;
+  if (config.fused_qkv)
+    for (DecoderLayer& l : m.layers) split_fused_qkv(l, config.num_heads, config.head_dim);
   std::sort(m.ignored.begin(), m.ignored.end());
   return m;
 }
 
+namespace {
+
+// Integer and boolean tensors are skipped as buffers: one the model needs is named, not called missing.
+void check_skipped(const DecoderConfig& config, const std::vector<std::string>& skipped, const std::string& file) {
+  DecoderModel probe;
+  probe.config = config;
+  probe.layers.resize(config.num_layers);
+  const std::map<std::string, Expected> expected = expected_tensors(probe);
+  for (const std::string& name : skipped)
+    if (expected.count(name)) throw InputError(file + ": " + name + " is not floating point (F32, F16, BF16 or F64)");
+}
+
+}  // namespace
+
 DecoderModel read_decoder_weights(const DecoderConfig& config, const std::string& path, const std::string& file_name,
                                   const ReadProgress& progress) {
   std::vector<std::string> buffers;
-  DecoderModel m = load_decoder(config, read_safetensors(path, nullptr, &buffers, progress), file_name);
+  const bool sharded = path.size() > 11 && path.compare(path.size() - 11, 11, ".index.json") == 0;
+  std::vector<NamedTensor> tensors = sharded ? read_sharded_safetensors(path, &buffers, progress)
+                                             : read_safetensors(path, nullptr, &buffers, progress);
+  check_skipped(config, buffers, file_name);
+  DecoderModel m = load_decoder(config, std::move(tensors), file_name);
   m.ignored.insert(m.ignored.end(), buffers.begin(), buffers.end());
   std::sort(m.ignored.begin(), m.ignored.end());
   return m;
@@ -269,6 +460,13 @@ RotaryFrequencies rotary_frequencies(const DecoderConfig& c) {
   return r;
 }
 
+DecoderConfig local_rotary_config(const DecoderConfig& c) {
+  DecoderConfig local = c;
+  local.rope_theta = c.local_rope_theta;
+  local.rope = RopeScaling{};
+  return local;
+}
+
 namespace {
 
 // --- forward ---
@@ -277,16 +475,16 @@ struct Rotary {
   Tensor cos, sin;  // [1, S, rotary_dim], the attention factor included
 };
 
-// What every layer of one pass shares: the rotation of its S positions, which follow `past` cached ones.
+// What every layer of one pass shares: its S positions follow `past` cached ones, which `cache` holds.
 struct Positions {
-  Rotary rot;
   size_t past = 0;
   KeyValueCache* cache = nullptr;
 };
 
 // LlamaRotaryEmbedding.forward: angles = positions ⊗ inv_freq, repeated for both halves; cos and sin
-// times the attention factor. Recorded once: every layer rotates by the same angles.
-Rotary rotary(const DecoderConfig& c, size_t past, size_t S, Trace& t) {
+// times the attention factor. Recorded once under `name`: every layer of a kind rotates by the same angles;
+// the S positions follow `past` cached ones.
+Rotary rotary(const DecoderConfig& c, size_t past, size_t S, Trace& t, const std::string& name) {
   const RotaryFrequencies f = rotary_frequencies(c);
   const size_t half = f.inv_freq.size(), dim = 2 * half;
   Tensor angles = Tensor::from_shape({1, S, dim});
@@ -297,9 +495,9 @@ Rotary rotary(const DecoderConfig& c, size_t past, size_t S, Trace& t) {
     r.cos.data()[i] = std::cos(angles.data()[i]) * f.attention_factor;
     r.sin.data()[i] = std::sin(angles.data()[i]) * f.attention_factor;
   }
-  t.record("model.rotary_emb.angles", std::move(angles));
-  t.record("model.rotary_emb.cos", r.cos);
-  t.record("model.rotary_emb.sin", r.sin);
+  t.record(name + ".angles", std::move(angles));
+  t.record(name + ".cos", r.cos);
+  t.record(name + ".sin", r.sin);
   return r;
 }
 
@@ -319,8 +517,9 @@ Tensor rotate(const Tensor& x, const Rotary& r) {
   return out;
 }
 
-// LlamaRMSNorm over the last dimension: weight · (x · rsqrt(mean(x²) + eps)), in float32.
-Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
+// LlamaRMSNorm over the last dimension: weight · (x · rsqrt(mean(x²) + eps)), in float32; Gemma's
+// multiplies by (1 + weight) instead (`offset` 1).
+Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps, float offset) {
   const size_t n = weight.size();
   Tensor out = Tensor::from_shape(x.shape());
   for (size_t row = 0; row < x.size() / n; ++row) {
@@ -328,9 +527,14 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
     double squares = 0;
     for (size_t i = 0; i < n; ++i) squares += double(in[i]) * in[i];
     const float scale = float(1.0 / std::sqrt(float(squares / double(n)) + eps));
-    for (size_t i = 0; i < n; ++i) out.data()[row * n + i] = weight.data()[i] * (in[i] * scale);
+    for (size_t i = 0; i < n; ++i) out.data()[row * n + i] = (offset + weight.data()[i]) * (in[i] * scale);
   }
   return out;
+}
+
+Tensor norm(const DecoderConfig& c, const Tensor& x, const LayerNorm& n) {
+  if (c.norm == NormKind::layer_norm) return layer_norm(x, n, float(c.rms_norm_eps));
+  return rms_norm(x, n.weight, c.rms_norm_eps, c.norm == NormKind::rms_one_plus ? 1.0f : 0.0f);
 }
 
 Tensor project(const Tensor& x, const Linear& l) { return linear(x, l.weight, l.bias.dimension() ? &l.bias : nullptr); }
@@ -344,57 +548,101 @@ Tensor repeat_kv(const Tensor& x, size_t g) {
   return out;
 }
 
+// tanh(x / cap) · cap, as Gemma caps attention scores and logits.
+void soft_cap(float* x, size_t n, double cap) {
+  for (size_t i = 0; i < n; ++i) x[i] = std::tanh(x[i] / float(cap)) * float(cap);
+}
+
+// lm_head on the final norm's output, Gemma's final cap applied.
+Tensor logits_of(const DecoderModel& m, const Tensor& normed) {
+  Tensor logits = linear(normed, m.lm_head);
+  if (m.config.final_softcap > 0) soft_cap(logits.data(), logits.size(), m.config.final_softcap);
+  return logits;
+}
+
+// What one layer's attention depends on besides its weights.
+struct LayerAttention {
+  const Rotary& rotary;
+  size_t window;  // 0: every earlier key
+};
+
 // LlamaAttention.forward (eager_attention_forward) from the input norm's output h [B, S, H]; with a
 // cache, the rotated keys and the values join it (DynamicCache.update) before the heads attend.
-Tensor attention(const DecoderModel& m, size_t index, const Tensor& h, const Positions& pos, const Recorder& rec) {
+Tensor attention(const DecoderModel& m, size_t index, const Tensor& h, const LayerAttention& a, const Positions& pos,
+                 const Recorder& rec) {
   const DecoderConfig& c = m.config;
   const DecoderLayer& l = m.layers[index];
-  const Rotary& rot = pos.rot;
   Tensor q = rec("self_attn.q_proj", split_heads(project(h, l.q_proj), c.num_heads));
   Tensor k = rec("self_attn.k_proj", split_heads(project(h, l.k_proj), c.num_kv_heads));
-  Tensor v = rec("self_attn.v_proj", split_heads(project(h, l.v_proj), c.num_kv_heads));
-  if (c.qk_norm) {  // Qwen3: RMSNorm over each head's values, before the rotation
-    q = rec("self_attn.q_norm", rms_norm(q, l.q_norm, c.rms_norm_eps));
-    k = rec("self_attn.k_norm", rms_norm(k, l.k_norm, c.rms_norm_eps));
+  const Tensor v = rec("self_attn.v_proj", split_heads(project(h, l.v_proj), c.num_kv_heads));
+  if (c.qk_norm) {  // Qwen3, Gemma 3: RMSNorm over each head's values, before the rotation
+    const float offset = c.norm == NormKind::rms_one_plus ? 1.0f : 0.0f;
+    q = rec("self_attn.q_norm", rms_norm(q, l.q_norm, c.rms_norm_eps, offset));
+    k = rec("self_attn.k_norm", rms_norm(k, l.k_norm, c.rms_norm_eps, offset));
   }
-  q = rec("self_attn.queries_rotated", rotate(q, rot));
-  k = rec("self_attn.keys_rotated", rotate(k, rot));
+  q = rec("self_attn.queries_rotated", rotate(q, a.rotary));
+  k = rec("self_attn.keys_rotated", rotate(k, a.rotary));
   if (pos.cache) pos.cache->extend(index, pos.past, k, v);
-  const size_t past = pos.past, Sk = k.shape(2), window = c.sliding_window;
-  // The causal mask (and Mistral's window) adds finfo(float32).min to the keys a query cannot see; ÷ √d
-  // where transformers multiplies by d^−0.5 (they differ in the last bit).
-  const HeadAttention a = attend_heads(
-      q, repeat_kv(k, c.group()), repeat_kv(v, c.group()), float(std::sqrt(double(c.head_dim))),
-      [window, past, Sk](float* row, size_t, size_t query) {
+  const size_t past = pos.past, Sk = k.shape(2), window = a.window;
+  const double cap = c.attn_softcap;
+  // Gemma's cap comes before the mask; the causal mask (and the window) adds finfo(float32).min to the
+  // keys a query cannot see. ÷ √scalar where transformers multiplies by scalar^−½ (the last bit differs).
+  const double scalar = c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : double(c.head_dim);
+  const HeadAttention heads = attend_heads(
+      q, repeat_kv(k, c.group()), repeat_kv(v, c.group()), float(std::sqrt(scalar)),
+      [window, past, Sk, cap](float* row, size_t, size_t query) {
+        if (cap > 0) soft_cap(row, Sk, cap);
         const size_t at = past + query;  // the query's position
         for (size_t key = 0; key < Sk; ++key)
           if (key > at || (window && key + window <= at)) row[key] += std::numeric_limits<float>::lowest();
       },
       rec, "self_attn.scores", "self_attn.attn_weights");
-  const Tensor merged = rec("self_attn.merged", merge_heads(a.context));
+  const Tensor merged = rec("self_attn.merged", merge_heads(heads.context));
   return rec("self_attn.o_proj", project(merged, l.o_proj));
 }
 
-// LlamaMLP: down_proj(silu(gate_proj(x)) · up_proj(x)).
-Tensor mlp(const DecoderLayer& l, const Tensor& x, const Recorder& rec) {
-  const Tensor gate = rec("mlp.gate_proj", project(x, l.gate_proj));
-  const Tensor up = rec("mlp.up_proj", project(x, l.up_proj));
-  Tensor act = Tensor::from_shape(gate.shape());
-  for (size_t i = 0; i < gate.size(); ++i) act.data()[i] = gate.data()[i] / (1.0f + std::exp(-gate.data()[i]));
+void activate(Tensor& x, DecoderAct act) {
+  if (act == DecoderAct::silu)
+    for (size_t i = 0; i < x.size(); ++i) x.data()[i] = x.data()[i] / (1.0f + std::exp(-x.data()[i]));
+  else
+    activate(x, act == DecoderAct::gelu ? HiddenAct::gelu : HiddenAct::gelu_new);  // gelu_new: the tanh form
+}
+
+// LlamaMLP: down_proj(act(gate_proj(x)) · up_proj(x)); GPTNeoXMLP: dense_4h_to_h(act(dense_h_to_4h(x)))
+// under the names up_proj and down_proj.
+Tensor mlp(const DecoderConfig& c, const DecoderLayer& l, const Tensor& x, const Recorder& rec) {
+  const bool gated = c.mlp == MlpKind::gated;
+  Tensor act = rec(gated ? "mlp.gate_proj" : "mlp.up_proj", project(x, gated ? l.gate_proj : l.up_proj));
+  activate(act, c.act);
   act = rec("mlp.act", std::move(act));
+  if (!gated) return rec("mlp.down_proj", project(act, l.down_proj));
+  const Tensor up = rec("mlp.up_proj", project(x, l.up_proj));
   Tensor product = Tensor::from_shape(act.shape());
   multiply(act.data(), up.data(), product.data(), act.size());
   return rec("mlp.down_proj", project(product, l.down_proj));
 }
 
-// LlamaDecoderLayer.forward: x + attention(input_layernorm(x)), then + mlp(post_attention_layernorm(·)).
-Tensor layer(const DecoderModel& m, size_t index, const Tensor& x, const Positions& pos, const Recorder& rec) {
-  const double eps = m.config.rms_norm_eps;
+// LlamaDecoderLayer.forward: x + attention(input_layernorm(x)), then + mlp(post_attention_layernorm(·));
+// Gemma's norms each branch's output too (post_attention_layernorm, post_feedforward_layernorm, its
+// pre-MLP norm pre_feedforward_layernorm); GPT-NeoX's parallel residual adds both branches to x.
+Tensor layer(const DecoderModel& m, size_t index, const Tensor& x, const LayerAttention& a, const Positions& pos,
+             const Recorder& rec) {
+  const DecoderConfig& c = m.config;
   const DecoderLayer& l = m.layers[index];
-  const Tensor h = rec("input_layernorm", rms_norm(x, l.input_norm, eps));
-  const Tensor residual = rec("residual", add(x, attention(m, index, h, pos, rec)));
-  const Tensor h2 = rec("post_attention_layernorm", rms_norm(residual, l.post_attention_norm, eps));
-  return add(residual, mlp(l, h2, rec));
+  const Tensor h = rec("input_layernorm", norm(c, x, l.input_norm));
+  Tensor attended = attention(m, index, h, a, pos, rec);
+  if (c.parallel_residual) {
+    const Tensor h2 = rec("post_attention_layernorm", norm(c, x, l.post_attention_norm));
+    return add(add(mlp(c, l, h2, rec), attended), x);
+  }
+  if (c.sandwich_norms) attended = rec("post_attention_layernorm", norm(c, attended, l.post_attention_norm));
+  const Tensor residual = rec("residual", add(x, attended));
+  const LayerNorm& pre_mlp = c.sandwich_norms ? l.pre_feedforward_norm : l.post_attention_norm;
+  const Tensor h2 = rec(c.sandwich_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm",
+                        norm(c, residual, pre_mlp));
+  Tensor out = mlp(c, l, h2, rec);
+  if (c.sandwich_norms) out = rec("post_feedforward_layernorm", norm(c, out, l.post_feedforward_norm));
+  return add(residual, out);
 }
 
 void check_decoder_input(const DecoderModel& m, const std::vector<int64_t>& ids, size_t batch, size_t seq, size_t past) {
@@ -411,26 +659,43 @@ void check_decoder_input(const DecoderModel& m, const std::vector<int64_t>& ids,
                        "the trace of " + std::to_string(batch) + " sequences of " + std::to_string(seq) + " tokens");
 }
 
+// Gemma: the embeddings × √hidden, the factor rounded to the weights' dtype (float32 here) first.
+Tensor embed(const DecoderModel& m, const std::vector<int64_t>& ids, size_t batch, size_t seq) {
+  Tensor x = lookup(m.embed_tokens, ids, batch, seq, "token id");
+  if (m.config.embed_scale) {
+    const float scale = float(std::sqrt(double(m.config.hidden_size)));
+    for (size_t i = 0; i < x.size(); ++i) x.data()[i] *= scale;
+  }
+  return x;
+}
+
 }  // namespace
 
 Trace decoder_forward(const DecoderModel& m, const std::vector<int64_t>& ids, size_t batch, size_t seq,
                       const Hooks* hooks, KeyValueCache* cache) {
+  const DecoderConfig& c = m.config;
   if (cache) cache->prepare(m.layers.size());
-  Positions pos{{}, cache ? cache->length() : 0, cache};
+  const Positions pos{cache ? cache->length() : 0, cache};
   check_decoder_input(m, ids, batch, seq, pos.past);
   Trace t(hooks);
   t.record("input_ids", ids_tensor(ids, batch, seq), PrintDtype::int64);
-  Tensor x = lookup(m.embed_tokens, ids, batch, seq, "token id");
+  Tensor x = embed(m, ids, batch, seq);
   t.stage("model.embed_tokens", x);
-  pos.rot = rotary(m.config, pos.past, seq, t);
+  const Rotary global = rotary(c, pos.past, seq, t, "model.rotary_emb");
+  const std::optional<Rotary> local =
+      c.local_rope_theta > 0
+          ? std::optional<Rotary>(rotary(local_rotary_config(c), pos.past, seq, t, "model.rotary_emb_local"))
+          : std::nullopt;
   for (size_t i = 0; i < m.layers.size(); ++i) {
+    const bool sliding = i < c.sliding_layers.size() && c.sliding_layers[i];
+    const LayerAttention a{sliding && local ? *local : global, sliding ? c.sliding_window : 0};
     const std::string p = "model.layers." + std::to_string(i);
-    x = layer(m, i, x, pos, Recorder{t, p + "."});
+    x = layer(m, i, x, a, pos, Recorder{t, p + "."});
     t.stage(p, x);
   }
-  Tensor final = rms_norm(x, m.norm, m.config.rms_norm_eps);
+  Tensor final = norm(c, x, m.norm);
   t.stage("model.norm", final);
-  Tensor logits = linear(final, m.lm_head);
+  Tensor logits = logits_of(m, final);
   t.stage("logits", logits);
   t.record("next_token_probs", next_token_probs(logits, std::vector<size_t>(batch, seq)));
   if (hooks) hooks->check_reached(t);
@@ -446,8 +711,6 @@ std::vector<NamedTensor> decoder_state_dict(const DecoderModel& m) {
   return out;
 }
 
-Tensor decoder_unembed(const DecoderModel& m, const Tensor& x) {
-  return linear(rms_norm(x, m.norm, m.config.rms_norm_eps), m.lm_head);
-}
+Tensor decoder_unembed(const DecoderModel& m, const Tensor& x) { return logits_of(m, norm(m.config, x, m.norm)); }
 
 }  // namespace attn

@@ -1,8 +1,10 @@
-// One configurable decoder-only Transformer for the Llama family of Hugging Face checkpoints
-// (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM): RMSNorm, rotary position
-// embeddings (rope_scaling default, linear, dynamic, llama3, yarn), grouped-query attention with an
-// optional sliding window, optional q/k/v biases and per-head q/k norms, a gated SiLU MLP. The families
-// differ only in DecoderConfig's fields, never in code paths of their own; GPT-2 keeps gpt2.cpp.
+// One configurable decoder-only Transformer for rotary Hugging Face checkpoints (LlamaForCausalLM,
+// MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM,
+// GPTNeoXForCausalLM): RMSNorm (w·x or Gemma's (1 + w)·x) or LayerNorm, rotary position embeddings
+// (rope_scaling default, linear, dynamic, llama3, yarn; partial; a local base for sliding layers),
+// grouped-query attention with sliding-window layers, optional q/k/v biases, per-head q/k norms and
+// soft-capping, a gated or plain MLP, sequential (optionally sandwich-normed) or parallel residuals.
+// The families differ only in DecoderConfig's fields, never in code paths of their own; GPT-2 keeps gpt2.cpp.
 // docs/decoders.md lists the stages with the PyTorch code of each.
 #pragma once
 #include <string>
@@ -28,6 +30,10 @@ struct RopeScaling {
   double beta_fast = 32.0, beta_slow = 1.0;              // yarn
 };
 
+enum class NormKind { rms, rms_one_plus, layer_norm };  // w·x̂; Gemma's (1 + w)·x̂; LayerNorm with bias
+enum class MlpKind { gated, plain };  // down(act(gate(x))·up(x)); NeoX's dense_4h_to_h(act(dense_h_to_4h(x)))
+enum class DecoderAct { silu, gelu, gelu_tanh };  // hidden_act: silu, gelu (erf), gelu_pytorch_tanh
+
 struct DecoderConfig {
   std::string model_type, architecture;  // "llama", "LlamaForCausalLM"
   size_t vocab_size = 0, hidden_size = 0, num_layers = 0, intermediate_size = 0, max_positions = 0;
@@ -39,11 +45,25 @@ struct DecoderConfig {
   bool o_bias = false;        // o_proj has one (Llama's and Qwen3's attention_bias)
   bool qk_norm = false;       // Qwen3: RMSNorm over each head's queries and keys before the rotation
   bool tie_word_embeddings = false;
+  NormKind norm = NormKind::rms;
+  MlpKind mlp = MlpKind::gated;
+  DecoderAct act = DecoderAct::silu;
+  bool mlp_bias = false;            // NeoX's dense_h_to_4h and dense_4h_to_h
+  bool fused_qkv = false;           // NeoX: query_key_value, its output [heads, 3, head_dim] (q, k, v per head)
+  bool embed_scale = false;         // Gemma: the embeddings × √hidden_size (rounded to float first)
+  bool sandwich_norms = false;      // Gemma: post_attention / pre_ and post_feedforward_layernorm
+  bool parallel_residual = false;   // NeoX: x + attn(ln1(x)) + mlp(ln2(x))
+  double query_pre_attn_scalar = 0; // Gemma: scores × scalar^−½ (0: head_dim)
+  double attn_softcap = 0, final_softcap = 0;  // Gemma: tanh(s / c)·c on scores before the mask, on logits
+  std::vector<bool> sliding_layers;  // per layer: whether sliding_window applies (Mistral: every layer)
+  double local_rope_theta = 0;       // Gemma 3: sliding layers' default rotation base (0: one rotation)
 
   size_t group() const { return num_heads / num_kv_heads; }  // query heads per key/value head
   size_t rotary_dim() const { return size_t(double(head_dim) * partial_rotary_factor); }
 };
 
+// The supported architectures, "LlamaForCausalLM, …, GPTNeoXForCausalLM", for messages.
+std::string decoder_architectures();
 // Whether a config.json names one of these families (model_type or architectures[0]).
 bool is_decoder_config(const Json& json);
 // The config as transformers reads it (missing keys take the family's defaults; old and new spellings
@@ -51,24 +71,27 @@ bool is_decoder_config(const Json& json);
 DecoderConfig decoder_config_from_json(const Json& json, const std::string& file);
 
 struct DecoderLayer {
-  Tensor input_norm, post_attention_norm;  // RMSNorm weights [H]
-  Linear q_proj, k_proj, v_proj, o_proj;   // biases empty unless qkv_bias / o_bias
-  Tensor q_norm, k_norm;                   // [head_dim]; empty unless qk_norm
-  Linear gate_proj, up_proj, down_proj;    // no biases
+  LayerNorm input_norm, post_attention_norm;   // [H]; biases only for NeoX's LayerNorm
+  LayerNorm pre_feedforward_norm, post_feedforward_norm;  // Gemma's sandwich norms
+  Linear q_proj, k_proj, v_proj, o_proj;       // biases empty unless qkv_bias / o_bias (NeoX: split at load)
+  Tensor q_norm, k_norm;                       // [head_dim]; empty unless qk_norm
+  Linear gate_proj, up_proj, down_proj;        // plain MLP: up_proj = dense_h_to_4h, down_proj = dense_4h_to_h
 };
 
 struct DecoderModel {
   DecoderConfig config;
   Tensor embed_tokens;  // [V, H]
   std::vector<DecoderLayer> layers;
-  Tensor norm;                       // model.norm [H]
+  LayerNorm norm;                    // model.norm (NeoX: final_layer_norm) [H]
   Tensor lm_head;                    // [V, H]; embed_tokens when tied
   std::vector<std::string> ignored;  // the file's tensors outside the model (rotary buffers, …)
 };
 
-// The model from tensors under Hugging Face's names (model.embed_tokens.weight, …, lm_head.weight);
+// The model from tensors under Hugging Face's names (model.embed_tokens.weight, …, lm_head.weight; NeoX's
+// gpt_neox.embed_in.weight, …, embed_out.weight);
 // missing and wrongly shaped tensors are one InputError naming `file` and each tensor.
 DecoderModel load_decoder(const DecoderConfig& config, std::vector<NamedTensor> tensors, const std::string& file);
+// `path`: model.safetensors, or a sharded checkpoint's model.safetensors.index.json.
 DecoderModel read_decoder_weights(const DecoderConfig& config, const std::string& path, const std::string& file_name,
                                   const ReadProgress& progress = nullptr);
 
@@ -78,9 +101,11 @@ struct RotaryFrequencies {
   float attention_factor = 1.0f;
 };
 RotaryFrequencies rotary_frequencies(const DecoderConfig& config);
+// Gemma 3's sliding layers' config: rope_local_base_freq, the default rotation.
+DecoderConfig local_rotary_config(const DecoderConfig& config);
 
-// {Llama,Mistral,Qwen2,Qwen3}ForCausalLM.forward in evaluation mode on ids [batch, seq] (no padding),
-// recording input_ids, model.embed_tokens, model.rotary_emb.{angles,cos,sin}, each layer's
+// The families' ForCausalLM.forward in evaluation mode on ids [batch, seq] (no padding),
+// recording input_ids, model.embed_tokens, model.rotary_emb{,_local}.{angles,cos,sin}, each layer's
 // model.layers.{i}.… stages (docs/decoders.md), model.norm, logits [B, S, V] and next_token_probs [B, V].
 // InputError for no tokens, an id outside the vocabulary or more positions than max_position_embeddings.
 // With `cache` (generation, as gpt2_forward's), the ids come after the positions it holds: their keys

@@ -33,8 +33,8 @@ ModelFamily detect_family(const Json& j, const std::string& file) {
     throw InputError(file + ": a Llama-family decoder runs only in attn encode, generate, heads and patch so far "
                             "(docs/decoders.md)");
   throw InputError(file + ": model family " + (type.empty() ? std::string("not given") : "'" + type + "'") +
-                   " is not supported (supported architectures: BertModel and its task models, GPT2LMHeadModel, "
-                   "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)");
+                   " is not supported (supported architectures: BertModel and its task models, GPT2LMHeadModel, " +
+                   decoder_architectures() + ")");
 }
 
 HiddenAct parse_hidden_act(const std::string& name, const std::string& file, const char* key) {

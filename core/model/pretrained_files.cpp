@@ -54,17 +54,23 @@ std::string token_label(const Pretrained& p, int64_t id) {
 
 PretrainedFiles sort_pretrained_files(const std::vector<std::string>& paths) {
   PretrainedFiles f;
-  std::string pickle;
+  std::string pickle, index;
+  std::vector<std::string> safetensors;
   for (const std::string& path : paths) {
     const std::string name = file_name(path);
     if (name == "config.json") assign(f.config, path, "config");
-    else if (ends_with(name, ".safetensors")) assign(f.weights, path, "weights (.safetensors)");
+    else if (ends_with(name, ".safetensors")) safetensors.push_back(path);
+    else if (ends_with(name, ".safetensors.index.json")) assign(index, path, "shard index (.safetensors.index.json)");
     else if (name == "vocab.txt" || name == "vocab.json") assign(f.vocab, path, "vocabulary");
     else if (name == "merges.txt") assign(f.merges, path, "merges");
     else if (name == "tokenizer_config.json") assign(f.tokenizer_config, path, "tokenizer config");
     else if (name == "tokenizer.json") assign(f.tokenizer_json, path, "tokenizer (tokenizer.json)");
     else if (ends_with(name, ".bin") || ends_with(name, ".pt") || ends_with(name, ".pth")) pickle = name;
   }
+  // A shard index reads its shards itself; without one, a single .safetensors file.
+  if (!index.empty()) f.weights = index;
+  else
+    for (const std::string& path : safetensors) assign(f.weights, path, "weights (.safetensors)");
   if (f.weights.empty() && !pickle.empty())
     throw InputError("'" + pickle + "' is a PyTorch pickle, which attnlab does not read (it can run code); convert it "
                      "to model.safetensors first, e.g. in Python: from safetensors.torch import save_file; "

@@ -19,7 +19,8 @@ struct PretrainedFiles {
   std::string tokenizer_json;  // the Llama family's tokenizer (core/text/tokenizer_json.hpp)
 };
 
-// Sorts paths by file name: config.json, *.safetensors, vocab.txt / vocab.json, merges.txt,
+// Sorts paths by file name: config.json, *.safetensors (or model.safetensors.index.json, whose shards
+// it names: then the weights' path is the index's), vocab.txt / vocab.json, merges.txt,
 // tokenizer_config.json, tokenizer.json (read for the Llama family's decoders; BERT and GPT-2 read
 // their own files); other files (special_tokens_map.json, …) are not needed. A
 // pytorch_model.bin (or any .bin / .pt / .pth) without safetensors is an InputError saying how to
