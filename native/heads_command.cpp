@@ -83,10 +83,11 @@ Sequences random_sequences(const HeadsOptions& o, const LoadedModel& m) {
     rows.back().insert(rows.back().end(), ids.begin() + b * 2 * half, ids.begin() + (b + 1) * 2 * half);
     rows.back().insert(rows.back().end(), after.begin(), after.end());
   }
-  Json about = {{"source", "random"}, {"seq_len", half}, {"seq_len_fitted", o.seq_len.empty() && half < 20},
+  const size_t fitted_half = o.seq_len.empty() && half < 20 ? half : 0;
+  Json about = {{"source", "random"}, {"seq_len", half}, {"seq_len_fitted", fitted_half != 0},
                 {"batch", batch}, {"seed", seed},
                 {"token_range", {r.low, r.high}}, {"before", before}, {"after", after}};
-  return {m.from_ids(rows), std::move(about), o.seq_len.empty() && half < 20 ? half : 0};
+  return {m.from_ids(rows), std::move(about), fitted_half};
 }
 
 std::string scores_table(const HeadScores& s) {
@@ -128,7 +129,7 @@ std::string strongest_pairs(const CompositionScores& s, size_t count) {
   std::partial_sort(order.begin(), order.begin() + std::ptrdiff_t(count), order.end(),
                     [&](size_t a, size_t b) { return s.scores[a] > s.scores[b]; });
   std::string out;
-  char line[64];
+  char line[128];  // four indices of up to 20 digits and a score
   for (size_t k = 0; k < count; ++k) {
     const size_t i = order[k], H = s.heads, L = s.layers;
     std::snprintf(line, sizeof line, "  %zu.%zu -> %zu.%zu  %.4f\n", i / (H * L * H), i / (L * H) % H, i / H % L, i % H,

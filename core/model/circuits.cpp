@@ -7,14 +7,19 @@ namespace attn {
 namespace {
 
 // A head's d_model × d_model circuit X·Yᵀ in factored form: Xᵀ and Yᵀ, each [d_head, d_model] in rows
-// (X = W_Q, W_K or W_V: [d_model, d_head]; Y = W_Oᵀ). Its norms and products need only d_head × d_head
-// Gram matrices, never a d_model × d_model one: GPT-2 small's 9,504 pairs of heads take seconds.
+// (X = W_Q, W_K or W_V: [d_model, d_head]; Y = W_Oᵀ), with their Gram matrices XᵀX and YᵀY (Yᵀ is
+// only read through its Gram matrix). Its norms
+// and products need only d_head × d_head matrices, never a d_model × d_model one: GPT-2 small's 9,504
+// pairs of heads take seconds.
 struct Factored {
-  std::vector<double> xt, yt;  // [d_head, d_model] each
+  const std::vector<double> *xt, *gx, *gy;
 };
 
+// W_Qᵀ, W_Kᵀ, W_Vᵀ, W_O: [d_head, d_model] each; and each one's Gram matrix [d_head, d_head], computed
+// once per head rather than once per pair.
 struct HeadWeights {
-  std::vector<double> q, k, v, o;  // W_Qᵀ, W_Kᵀ, W_Vᵀ, W_O: [d_head, d_model] each
+  std::vector<double> q, k, v, o;
+  std::vector<double> gq, gk, gv, go;
 };
 
 double dot(const double* a, const double* b, size_t n) {
@@ -63,9 +68,14 @@ std::vector<std::vector<HeadWeights>> head_weights(const std::vector<EncoderLaye
     const size_t dh = l.query.weight.shape()[0] / H;
     const Tensor* norm = pre_norm ? &l.norm1.weight : nullptr;
     std::vector<HeadWeights>& heads = all.emplace_back(H);
-    for (size_t h = 0; h < H; ++h)
-      heads[h] = {reading_rows(l.query.weight, h, dh, norm), reading_rows(l.key.weight, h, dh, norm),
-                  reading_rows(l.value.weight, h, dh, norm), writing_rows(l.output.weight, h, dh, pre_norm)};
+    const size_t d = l.query.weight.shape()[1];
+    for (size_t h = 0; h < H; ++h) {
+      HeadWeights& w = heads[h];
+      w.q = reading_rows(l.query.weight, h, dh, norm), w.k = reading_rows(l.key.weight, h, dh, norm);
+      w.v = reading_rows(l.value.weight, h, dh, norm), w.o = writing_rows(l.output.weight, h, dh, pre_norm);
+      w.gq = products(w.q, w.q, dh, d), w.gk = products(w.k, w.k, dh, d);
+      w.gv = products(w.v, w.v, dh, d), w.go = products(w.o, w.o, dh, d);
+    }
   }
   return all;
 }
@@ -88,9 +98,9 @@ std::vector<double> matmul(const std::vector<double>& a, const std::vector<doubl
 
 Factored right_circuit(const HeadWeights& w, CompositionKind kind) {
   switch (kind) {
-    case CompositionKind::q: return {w.q, w.k};
-    case CompositionKind::k: return {w.k, w.q};
-    case CompositionKind::v: return {w.v, w.o};
+    case CompositionKind::q: return {&w.q, &w.gq, &w.gk};
+    case CompositionKind::k: return {&w.k, &w.gk, &w.gq};
+    case CompositionKind::v: return {&w.v, &w.gv, &w.go};
   }
   return {};
 }
@@ -118,14 +128,13 @@ CompositionScores composition_scores(const std::vector<EncoderLayer>& layers, si
   for (size_t l1 = 0; l1 < L; ++l1)
     for (size_t h1 = 0; h1 < H; ++h1) {
       const HeadWeights& a = w[l1][h1];  // OV: X = W_V, Y = W_Oᵀ
-      const std::vector<double> g1 = products(a.v, a.v, dh, d);
-      const double left = std::sqrt(frobenius_inner(g1, products(a.o, a.o, dh, d)));
+      const double left = std::sqrt(frobenius_inner(a.gv, a.go));
       for (size_t l2 = l1 + 1; l2 < L; ++l2)
         for (size_t h2 = 0; h2 < H; ++h2) {
           const Factored b = right_circuit(w[l2][h2], kind);
-          const std::vector<double> g2 = products(b.yt, b.yt, dh, d), m = products(a.o, b.xt, dh, d);
-          const double right = std::sqrt(frobenius_inner(products(b.xt, b.xt, dh, d), g2));
-          const double both = std::sqrt(std::max(0.0, frobenius_inner(matmul(g1, m, dh), matmul(m, g2, dh))));
+          const std::vector<double> m = products(a.o, *b.xt, dh, d);
+          const double right = std::sqrt(frobenius_inner(*b.gx, *b.gy));
+          const double both = std::sqrt(std::max(0.0, frobenius_inner(matmul(a.gv, m, dh), matmul(m, *b.gy, dh))));
           out.scores[((l1 * H + h1) * L + l2) * H + h2] = left > 0 && right > 0 ? both / (left * right) : 0.0;
         }
     }
