@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "core/base/error.hpp"
+#include "core/io/safetensors_index.hpp"
 
 namespace attn::hub {
 namespace {
@@ -322,7 +323,7 @@ class Download {
     return blob;
   }
 
-  // model.safetensors, else the shard model.safetensors.index.json names.
+  // model.safetensors, else model.safetensors.index.json and every shard it names.
   void fetch_weights() {
     if (fetch("model.safetensors", false)) return;
     const auto index = fetch("model.safetensors.index.json", false);
@@ -331,11 +332,7 @@ class Download {
                        std::string(" neither model.safetensors nor model.safetensors.index.json of ") + ref_.repo_id +
                        " at revision '" + ref_.revision + "': attnlab reads safetensors weights");
     const std::string what = ref_.repo_id + "'s model.safetensors.index.json";
-    const std::vector<std::string> shards = index_shards(read_all(*index), what);
-    if (shards.size() > 1)
-      throw InputError(what + " splits the weights into " + std::to_string(shards.size()) +
-                       " shards; attnlab reads a checkpoint's weights from one .safetensors file");
-    fetch(shards.front(), true);
+    for (const auto& shard : parse_shard_index(read_all(*index), what)) fetch(shard.first, true);
   }
 
   ModelFamily model_family(const std::string& config) const {

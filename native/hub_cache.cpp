@@ -313,23 +313,6 @@ std::vector<std::string> optional_files() {
   return {"tokenizer_config.json", "special_tokens_map.json", "generation_config.json"};
 }
 
-std::vector<std::string> index_shards(const std::string& text, const std::string& what) {
-  const Json index = Json::parse(text, nullptr, false);
-  if (index.is_discarded()) throw InputError(what + " is not valid JSON");
-  if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
-    throw InputError(what + " has no \"weight_map\" object");
-  std::vector<std::string> shards;
-  for (const auto& [tensor, file] : index["weight_map"].items()) {
-    if (!file.is_string()) throw InputError(what + ": the shard of tensor " + quoted(tensor) + " is not a file name");
-    const std::string& name = file.get_ref<const std::string&>();
-    if (!is_plain_name(name) || !ends_with(name, ".safetensors"))
-      throw InputError(what + ": shard " + quoted(name) + " is not a .safetensors file name of the repository's top folder");
-    if (std::find(shards.begin(), shards.end(), name) == shards.end()) shards.push_back(name);
-  }
-  if (shards.empty()) throw InputError(what + " names no shard");
-  return shards;
-}
-
 Settings settings_from_environment() {
   Settings s;
   s.endpoint = env("HF_ENDPOINT").value_or("https://huggingface.co");

@@ -88,9 +88,6 @@ std::string file_digest(const std::string& path, EtagKind kind);
 // those it uses when present.
 std::vector<std::string> tokenizer_files(ModelFamily family);
 std::vector<std::string> optional_files();
-// The shards model.safetensors.index.json names (weight_map's values), each once in first-seen order,
-// each a plain file name (the loader reads a folder's top level). `what` names the file in messages.
-std::vector<std::string> index_shards(const std::string& text, const std::string& what);
 
 // Where the Hub and its cache are, from the environment as huggingface_hub reads it.
 struct Settings {

@@ -329,11 +329,14 @@ def access(server, tmp, gpt2_ref):
     r = encode(GPT2, server, cache, env=environment(server, cache, HF_ENDPOINT=server.endpoint + "/plain"))
     refused(r, "a web server that is no Hub", "config.json", "X-Repo-Commit")
     server.reset()
-    r = encode("attnlab-test/gpt2-two-shards", server, cache)
-    refused(r, "weights in two shards", "2 shards", "model.safetensors.index.json")
-    check(not requests(server.log(), path_part="-of-00002"), "two shards: neither is downloaded")
     r = encode("attnlab-test/gpt2-sharded", server, cache, "--quiet")
     check(r.returncode == 0 and r.stdout == gpt2_ref, "weights in one shard named by model.safetensors.index.json", r.stderr)
+    r = encode("attnlab-test/gpt2-two-shards", server, cache, "--quiet")
+    check(r.returncode == 0 and r.stdout == gpt2_ref, "weights in two shards: what one file gives", r.stderr)
+    got = {e["path"].rsplit("file=", 1)[1] for e in requests(server.log(), "cdn", "GET", "-of-00002")}
+    check(got == {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}, "two shards: both downloaded", got)
+    r = encode("attnlab-test/gpt2-shard-missing", server, cache)
+    refused(r, "a shard the repository lacks", "attnlab-test/gpt2-shard-missing", "model-00002-of-00002.safetensors")
 
 
 def concurrency(server, tmp, gpt2_ref):

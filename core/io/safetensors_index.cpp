@@ -68,4 +68,11 @@ std::vector<NamedTensor> read_sharded_safetensors(const std::string& index_path,
   return all;
 }
 
+std::vector<NamedTensor> read_checkpoint(const std::string& path, std::vector<std::string>* skipped,
+                                         const ReadProgress& progress) {
+  const std::string suffix = ".index.json";
+  const bool sharded = path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return sharded ? read_sharded_safetensors(path, skipped, progress) : read_safetensors(path, nullptr, skipped, progress);
+}
+
 }  // namespace attn

@@ -22,4 +22,10 @@ std::vector<NamedTensor> read_sharded_safetensors(const std::string& index_path,
                                                   std::vector<std::string>* skipped = nullptr,
                                                   const ReadProgress& progress = nullptr);
 
+// A checkpoint's tensors from `path`: a model.safetensors.index.json (any name ending in .index.json)
+// reads its shards, anything else is one .safetensors file. Floating-point tensors only; the names of
+// the others go to `skipped`.
+std::vector<NamedTensor> read_checkpoint(const std::string& path, std::vector<std::string>* skipped,
+                                         const ReadProgress& progress = nullptr);
+
 }  // namespace attn

@@ -393,9 +393,7 @@ void check_skipped(const DecoderConfig& config, const std::vector<std::string>& 
 DecoderModel read_decoder_weights(const DecoderConfig& config, const std::string& path, const std::string& file_name,
                                   const ReadProgress& progress) {
   std::vector<std::string> buffers;
-  const bool sharded = path.size() > 11 && path.compare(path.size() - 11, 11, ".index.json") == 0;
-  std::vector<NamedTensor> tensors = sharded ? read_sharded_safetensors(path, &buffers, progress)
-                                             : read_safetensors(path, nullptr, &buffers, progress);
+  std::vector<NamedTensor> tensors = read_checkpoint(path, &buffers, progress);
   check_skipped(config, buffers, file_name);
   DecoderModel m = load_decoder(config, std::move(tensors), file_name);
   m.ignored.insert(m.ignored.end(), buffers.begin(), buffers.end());
@@ -574,7 +572,7 @@ Tensor attention(const DecoderModel& m, size_t index, const Tensor& h, const Lay
   const DecoderLayer& l = m.layers[index];
   Tensor q = rec("self_attn.q_proj", split_heads(project(h, l.q_proj), c.num_heads));
   Tensor k = rec("self_attn.k_proj", split_heads(project(h, l.k_proj), c.num_kv_heads));
-  const Tensor v = rec("self_attn.v_proj", split_heads(project(h, l.v_proj), c.num_kv_heads));
+  Tensor v = rec("self_attn.v_proj", split_heads(project(h, l.v_proj), c.num_kv_heads));
   if (c.qk_norm) {  // Qwen3, Gemma 3: RMSNorm over each head's values, before the rotation
     const float offset = c.norm == NormKind::rms_one_plus ? 1.0f : 0.0f;
     q = rec("self_attn.q_norm", rms_norm(q, l.q_norm, c.rms_norm_eps, offset));

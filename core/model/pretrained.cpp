@@ -9,6 +9,7 @@
 #include "core/base/error.hpp"
 #include "core/base/json.hpp"
 #include "core/kernels/kernels.hpp"
+#include "core/io/safetensors_index.hpp"
 #include "core/base/memory.hpp"
 #include "core/model/decoder.hpp"
 #include "core/model/gpt2.hpp"
@@ -397,7 +398,7 @@ PretrainedModel load_pretrained(const PretrainedConfig& config, std::vector<Name
 PretrainedModel read_pretrained_weights(const PretrainedConfig& config, const std::string& path,
                                         const std::string& file_name, const ReadProgress& progress) {
   std::vector<std::string> buffers;
-  std::vector<NamedTensor> tensors = read_safetensors(path, nullptr, &buffers, progress);
+  std::vector<NamedTensor> tensors = read_checkpoint(path, &buffers, progress);
   PretrainedModel m = load_pretrained(config, std::move(tensors), file_name);
   m.ignored.insert(m.ignored.end(), buffers.begin(), buffers.end());
   std::sort(m.ignored.begin(), m.ignored.end());

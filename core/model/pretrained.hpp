@@ -58,7 +58,8 @@ struct PretrainedModel {
 // wrongly shaped tensors are one InputError naming `file` and each tensor.
 PretrainedModel load_pretrained(const PretrainedConfig& config, std::vector<NamedTensor> tensors,
                                 const std::string& file);
-// load_pretrained on a model.safetensors file; its integer buffers (BERT's position_ids) join `ignored`.
+// load_pretrained on a model.safetensors file or a shard index (read_checkpoint); its integer buffers (BERT's
+// position_ids) join `ignored`.
 // `progress` as read_safetensors takes it.
 PretrainedModel read_pretrained_weights(const PretrainedConfig& config, const std::string& path,
                                         const std::string& file_name, const ReadProgress& progress = nullptr);

@@ -3,6 +3,7 @@
 // safe to use as the cache's paths and the request's URL.
 #include <algorithm>
 
+#include "core/io/safetensors_index.hpp"
 #include "native/hub_cache.hpp"
 #include "tests/fuzz/fuzz_target.hpp"
 
@@ -47,8 +48,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   url_origin(text);
   etag_kind(normalize_etag(text));
   return attn::fuzz::guarded([&] {
-    for (const std::string& shard : index_shards(text, "index"))
-      if (shard.find('/') != std::string::npos || shard.rfind('.', 0) == 0)
-        attn::fuzz::finding("the shard '" + shard + "' leaves the snapshot's top folder");
+    for (const auto& shard : attn::parse_shard_index(text, "index"))
+      if (shard.first.find_first_of("/\\") != std::string::npos)
+        attn::fuzz::finding("the shard '" + shard.first + "' leaves the snapshot's top folder");
   });
 }

@@ -40,6 +40,29 @@ def commit_of(repo_id, revision):
     return hashlib.sha1(f"{repo_id}@{revision}".encode()).hexdigest()
 
 
+def sharded_files(safetensors, count):
+    """A .safetensors file split as save_pretrained shards it: the tensors dealt over `count` files
+    model-0000i-of-0000n.safetensors, and model.safetensors.index.json naming every tensor's shard."""
+    n = int.from_bytes(safetensors[:8], "little")
+    header, body = json.loads(safetensors[8:8 + n]), safetensors[8 + n:]
+    names = sorted(k for k in header if k != "__metadata__")
+    files, weight_map = {}, {}
+    for i in range(count):
+        shard = f"model-{i + 1:05d}-of-{count:05d}.safetensors"
+        part, data = {}, b""
+        for name in names[i::count]:
+            begin, end = header[name]["data_offsets"]
+            part[name] = dict(header[name], data_offsets=[len(data), len(data) + end - begin])
+            data += body[begin:end]
+            weight_map[name] = shard
+        text = json.dumps(part).encode()
+        text += b" " * (-len(text) % 8)
+        files[shard] = len(text).to_bytes(8, "little") + text + data
+    files["model.safetensors.index.json"] = json.dumps(
+        {"metadata": {"total_size": len(body)}, "weight_map": weight_map}).encode()
+    return files
+
+
 def build_repos(fixtures):
     def folder(name):
         files = {p.name: p.read_bytes() for p in sorted((fixtures / name).iterdir()) if p.is_file()}
@@ -48,16 +71,11 @@ def build_repos(fixtures):
         return files
 
     gpt2 = folder("gpt2_tiny")
-    sharded = {k: v for k, v in gpt2.items() if k != "model.safetensors"}
-    sharded["model-00001-of-00001.safetensors"] = gpt2["model.safetensors"]
-    sharded["model.safetensors.index.json"] = json.dumps(
-        {"metadata": {"total_size": len(gpt2["model.safetensors"])},
-         "weight_map": {"wte.weight": "model-00001-of-00001.safetensors"}}).encode()
-    two_shards = {k: v for k, v in sharded.items() if not k.startswith("model")}
-    two_shards["model-00001-of-00002.safetensors"] = two_shards["model-00002-of-00002.safetensors"] = b"x"
-    two_shards["model.safetensors.index.json"] = json.dumps(
-        {"weight_map": {"wte.weight": "model-00001-of-00002.safetensors",
-                        "wpe.weight": "model-00002-of-00002.safetensors"}}).encode()
+    weights = gpt2["model.safetensors"]
+    no_weights = {k: v for k, v in gpt2.items() if k != "model.safetensors"}
+    sharded = dict(no_weights, **sharded_files(weights, 1))
+    two_shards = dict(no_weights, **sharded_files(weights, 2))
+    shard_missing = {k: v for k, v in two_shards.items() if k != "model-00002-of-00002.safetensors"}
     return {
         "attnlab-test/gpt2-tiny": {"files": gpt2},
         "attnlab-test/bert-tiny": {"files": folder("bert_tiny")},
@@ -66,6 +84,7 @@ def build_repos(fixtures):
         "attnlab-test/html-config": {"files": dict(gpt2, **{"config.json": HTML})},
         "attnlab-test/gpt2-sharded": {"files": sharded},
         "attnlab-test/gpt2-two-shards": {"files": two_shards},
+        "attnlab-test/gpt2-shard-missing": {"files": shard_missing},
     }
 
 
