@@ -282,10 +282,10 @@ class Download {
   }
 
   std::string run() {
-    const ModelFamily family = model_family(*fetch("config.json", true));
+    const TokenizerFiles tokenizer = tokenizer_files(config(*fetch("config.json", true)), ref_.repo_id + "/config.json");
     fetch_weights();
-    for (const std::string& file : tokenizer_files(family)) fetch(file, true);
-    for (const std::string& file : optional_files()) fetch(file, false);
+    for (const std::string& file : tokenizer.required) fetch(file, true);
+    for (const std::string& file : tokenizer.optional) fetch(file, false);
     for (const auto& [file, etag] : links_) link(file, etag);
     if (ref_.revision != commit_ && cached_commit() != commit_) write_atomically(cache_.ref(ref_.revision), commit_);
     return cache_.snapshot(commit_);
@@ -335,12 +335,12 @@ class Download {
     for (const auto& shard : parse_shard_index(read_all(*index), what)) fetch(shard.first, true);
   }
 
-  ModelFamily model_family(const std::string& config) const {
-    const Json json = Json::parse(read_all(config), nullptr, false);
+  Json config(const std::string& path) const {
+    const Json json = Json::parse(read_all(path), nullptr, false);
     if (json.is_discarded())
       throw InputError("config.json of " + ref_.repo_id + " from " + s_.endpoint +
                        " is not valid JSON (is the repository a model, and the server a Hub?)");
-    return pretrained_config_from_json(json, ref_.repo_id + "/config.json").family;
+    return json;
   }
 
   struct Head {

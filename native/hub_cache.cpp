@@ -11,6 +11,7 @@
 
 #include "core/base/error.hpp"
 #include "core/base/json.hpp"
+#include "core/model/decoder.hpp"
 
 namespace attn::hub {
 namespace {
@@ -304,13 +305,17 @@ std::string file_digest(const std::string& path, EtagKind kind) {
   return md.hex();
 }
 
-std::vector<std::string> tokenizer_files(ModelFamily family) {
-  if (family == ModelFamily::gpt2) return {"vocab.json", "merges.txt"};
-  return {"vocab.txt"};
-}
-
-std::vector<std::string> optional_files() {
-  return {"tokenizer_config.json", "special_tokens_map.json", "generation_config.json"};
+TokenizerFiles tokenizer_files(const Json& config, const std::string& what) {
+  TokenizerFiles f{{}, {"tokenizer_config.json", "special_tokens_map.json", "generation_config.json"}};
+  if (is_decoder_config(config)) {
+    decoder_config_from_json(config, what);  // its errors before any weight is downloaded
+    f.optional.insert(f.optional.begin(), "tokenizer.json");  // without it, token ids still run
+  } else if (pretrained_config_from_json(config, what).family == ModelFamily::gpt2) {
+    f.required = {"vocab.json", "merges.txt"};
+  } else {
+    f.required = {"vocab.txt"};
+  }
+  return f;
 }
 
 Settings settings_from_environment() {

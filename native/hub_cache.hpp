@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/base/json.hpp"
 #include "core/model/pretrained.hpp"
 
 namespace attn::hub {
@@ -84,10 +85,12 @@ std::string git_blob_sha1_hex(std::string_view bytes);
 // The file's digest of the etag's kind (the file read in pieces); an unreadable file is an InputError.
 std::string file_digest(const std::string& path, EtagKind kind);
 
-// The files a checkpoint of `family` needs beside config.json and its weights (the tokenizer's), and
-// those it uses when present.
-std::vector<std::string> tokenizer_files(ModelFamily family);
-std::vector<std::string> optional_files();
+// The files a checkpoint needs beside config.json and its weights (the tokenizer's), by its config
+// (`what` names it in the loader's errors for a config no family takes), and those it uses when present.
+struct TokenizerFiles {
+  std::vector<std::string> required, optional;
+};
+TokenizerFiles tokenizer_files(const Json& config, const std::string& what);
 
 // Where the Hub and its cache are, from the environment as huggingface_hub reads it.
 struct Settings {

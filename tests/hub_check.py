@@ -180,6 +180,25 @@ def first_download(server, tmp, gpt2_ref, bert_ref):
     return cache, commit
 
 
+def decoders(server, tmp):
+    """Llama-family repositories: config.json tells the family, tokenizer.json is fetched, shards too."""
+    cache = Cache(tmp, "decoders")
+    for repo, folder, missing in [("attnlab-test/llama-tiny", "llama_tiny", []),
+                                  ("attnlab-test/pythia-two-shards", "pythia_parallel", ["tokenizer.json"])]:
+        server.reset()
+        args = ["--ids", "1 2 3"] if missing else ["--sentence", "the dog sat"]
+        r = attn(["encode", "--model", repo, *args, "--json", "--quiet"], server, cache)
+        ref = subprocess.run([ATTN, "encode", "--model-dir", str(FIXTURES / folder), *args, "--json"],
+                             capture_output=True, text=True, timeout=120)
+        check(ref.returncode == 0 and r.returncode == 0 and r.stdout == ref.stdout,
+              f"{repo}: --model NAME prints what --model-dir prints", r.stderr + ref.stderr)
+        paths = {e["path"].split("/resolve/")[1].split("/", 1)[1] for e in requests(server.log(), "hub")}
+        wanted = {p.name for p in (FIXTURES / folder).iterdir()} | {
+            "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json"}
+        check(paths == wanted, f"{repo}: config, weights (every shard), tokenizer.json and the optional files", paths)
+        check_layout(cache, repo, folder, server.commit(repo), missing + ["generation_config.json"])
+
+
 def cached_runs(server, cache, commit, gpt2_ref):
     server.reset()
     r = encode(GPT2, server, cache, env=environment(server, cache, HF_HUB_OFFLINE="1"))
@@ -445,6 +464,7 @@ def main():
     try:
         cache, commit = first_download(server, tmp, gpt2_ref, bert_ref)
         cached_runs(server, cache, commit, gpt2_ref)
+        decoders(server, tmp)
         another_tools_files(server, tmp, bert_ref)
         faults(server, tmp, gpt2_ref)
         access(server, tmp, gpt2_ref)

@@ -182,8 +182,13 @@ TEST_CASE("hub digests match hashlib and git", "[hub]") {
 }
 
 TEST_CASE("hub tokenizer files by family", "[hub]") {
-  CHECK(tokenizer_files(attn::ModelFamily::gpt2) == std::vector<std::string>{"vocab.json", "merges.txt"});
-  CHECK(tokenizer_files(attn::ModelFamily::bert) == std::vector<std::string>{"vocab.txt"});
+  using V = std::vector<std::string>;
+  CHECK(tokenizer_files(attn::Json{{"model_type", "gpt2"}}, "c").required == V{"vocab.json", "merges.txt"});
+  CHECK(tokenizer_files(attn::Json{{"model_type", "bert"}}, "c").required == V{"vocab.txt"});
+  const TokenizerFiles llama = tokenizer_files(attn::Json{{"model_type", "llama"}}, "c");
+  CHECK(llama.required.empty());
+  CHECK(llama.optional.front() == "tokenizer.json");
+  CHECK_THROWS_WITH(tokenizer_files(attn::Json{{"model_type", "t5"}}, "c"), Catch::Contains("c"));
 }
 
 TEST_CASE("hub settings come from the environment as huggingface_hub reads it", "[hub]") {

@@ -85,6 +85,8 @@ def build_repos(fixtures):
         "attnlab-test/gpt2-sharded": {"files": sharded},
         "attnlab-test/gpt2-two-shards": {"files": two_shards},
         "attnlab-test/gpt2-shard-missing": {"files": shard_missing},
+        "attnlab-test/llama-tiny": {"files": folder("llama_tiny")},
+        "attnlab-test/pythia-two-shards": {"files": folder("pythia_parallel")},
     }
 
 
