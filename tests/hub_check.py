@@ -193,8 +193,8 @@ def decoders(server, tmp):
         check(ref.returncode == 0 and r.returncode == 0 and r.stdout == ref.stdout,
               f"{repo}: --model NAME prints what --model-dir prints", r.stderr + ref.stderr)
         paths = {e["path"].split("/resolve/")[1].split("/", 1)[1] for e in requests(server.log(), "hub")}
-        wanted = {p.name for p in (FIXTURES / folder).iterdir()} | {
-            "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json"}
+        wanted = {p.name for p in (FIXTURES / folder).iterdir()} | {  # model.safetensors first: 404 when sharded
+            "model.safetensors", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json"}
         check(paths == wanted, f"{repo}: config, weights (every shard), tokenizer.json and the optional files", paths)
         check_layout(cache, repo, folder, server.commit(repo), missing + ["generation_config.json"])
 
