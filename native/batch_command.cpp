@@ -113,7 +113,7 @@ FirstPass first_pass(const BatchOptions& o) {
 
 struct Job {
   TransformerModel model;
-  std::shared_ptr<const Pretrained> pretrained;  // a BERT or GPT-2 checkpoint instead of the classifier
+  std::shared_ptr<const LoadedModel> checkpoint;  // BERT, GPT-2 or a Llama-family decoder instead of the classifier
   Json model_identity;
   std::optional<Vocab> vocab;
   std::optional<std::string> first_pass_hash;  // the input's identity as the vocabulary pass read it
@@ -122,7 +122,7 @@ struct Job {
   std::vector<batch::StageLayout> layouts;
   size_t embedding_rows = 0, max_len = 0;
   // How items are tokenised and checked; built on use, as it points into this Job (which moves).
-  batch::ItemRules rules() const { return {vocab ? &*vocab : nullptr, embedding_rows, max_len, pretrained.get()}; }
+  batch::ItemRules rules() const { return {vocab ? &*vocab : nullptr, embedding_rows, max_len, checkpoint.get()}; }
   bool arrays = false;  // workers make arrays (safetensors, npy-dir) instead of JSON records
   std::string backend;  // --backend: the fast path on it (one per worker); empty: the exact path
 };
@@ -169,15 +169,15 @@ Job load_checkpoint_job(const BatchOptions& o, const PretrainedFiles& files) {
   if (!o.backend.empty()) throw InputError("--backend computes the tutorial's classifier; a checkpoint runs the exact path");
   if (!o.save_vocab.empty()) throw InputError("--save-vocab writes the classifier's vocabulary; a checkpoint has its own");
   Job job;
-  job.pretrained = std::make_shared<const Pretrained>(load_pretrained_files(files));
-  const Pretrained& p = *job.pretrained;
-  job.model_identity = batch::model_identity(p);
-  const Trace sample = batch::compute(p, {Item{1, nullptr, {}, {0}, {}}});
-  job.selection = batch::select_stages(sample, batch::outline(p.model.config), split_list(o.stages), o.layers, o.heads);
+  job.checkpoint = std::make_shared<const LoadedModel>(load_checkpoint(files));
+  const LoadedModel& m = *job.checkpoint;
+  job.model_identity = batch::model_identity(m);
+  const Trace sample = batch::compute(m, {Item{1, nullptr, {}, {0}, {}}});
+  job.selection = batch::select_stages(sample, batch::outline(m), split_list(o.stages), o.layers, o.heads);
   job.arrays = o.format != "jsonl";
-  if (job.arrays) job.layouts = batch::stage_layouts(p, job.selection);
-  job.embedding_rows = p.model.config.vocab_size;
-  job.max_len = p.model.config.max_positions;
+  if (job.arrays) job.layouts = batch::stage_layouts(m, job.selection);
+  job.embedding_rows = m.vocab_size();
+  job.max_len = m.max_positions();
   return job;
 }
 
@@ -329,7 +329,7 @@ class Pool {
           const std::vector<Trace> traces = batch::compute_packed(items, job_.mask, *device);
           for (size_t i = 0; i < items.size(); ++i) add(items[i], traces[i], 0);
         } else {  // items of one length (dispatch)
-          const Trace trace = job_.pretrained ? batch::compute(*job_.pretrained, items)
+          const Trace trace = job_.checkpoint ? batch::compute(*job_.checkpoint, items)
                                               : batch::compute(job_.model, items, job_.mask, device.get());
           for (size_t row = 0; row < items.size(); ++row) add(items[row], trace, row);
         }
@@ -374,7 +374,7 @@ class Run {
     std::string text;
     const bool any = reader_.next(text);
     const batch::InputFormat format = input_format(o_, any ? text : "");
-    if (any && format == batch::InputFormat::text && !job_.vocab && !job_.pretrained)
+    if (any && format == batch::InputFormat::text && !job_.vocab && !job_.checkpoint)
       throw InputError("a text input needs --vocab (JSON Lines with \"ids\" work without); on standard input the "
                        "vocabulary cannot be built in a first pass");
     if (o_.output != "-") batch_io::prepare_output(o_.output, o_.format, resuming_, progress_.finishing);

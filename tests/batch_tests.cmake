@@ -68,5 +68,9 @@ attn_cli_case(batch_bert 0 "\"line\":2,\"id\":null,\"tokens\":\\[\"\\[CLS\\]\",\
               batch --model-dir "${pre}/bert_tiny" "${data}/pretrained_sentences.txt")
 attn_cli_case(batch_gpt2_ids 3 "\"line\":1,.*\"next_token_probs\":\\{\"shape\":\\[317\\].*\"line\":2,\"id\":null,\"reason\":\"token id 5000 is outside the embedding table \\(317 rows\\)\""
               batch --model-dir "${pre}/gpt2_tiny" --stages next_token_probs --input-format jsonl "${data}/pretrained_ids.jsonl")
+attn_cli_case(batch_decoder_kv_heads 2 "stage 'model.layers.0.self_attn.k_proj' has 2 heads \\(the key/value heads\\), and --heads 3"
+              batch --model-dir "${pre}/llama3_gqa" --stages k_proj --heads 3 --input-format jsonl "${data}/pretrained_ids.jsonl")
+attn_cli_case(batch_decoder_no_tokenizer 3 "\"reason\":\"a sentence needs the model's tokenizer.json, which its folder lacks: give token ids\""
+              batch --model-dir "${pre}/llama3_gqa" "${data}/pretrained_sentences.txt")
 attn_cli_case(batch_pretrained_backend 2 "a checkpoint runs the exact path"
               batch --model-dir "${pre}/bert_tiny" --backend cpu "${data}/pretrained_sentences.txt")

@@ -16,7 +16,9 @@ attention from the predicting position within 1e-5.
 import importlib.util
 import json
 import pathlib
+import subprocess
 import sys
+import tempfile
 
 import torch
 
@@ -83,6 +85,43 @@ def ablation_case(attn, name, rows, ablate, heads, mlps, kind):
     IC.check(ours.get("ablation", {}).get("heads") == [list(h) for h in heads],
              f"{name} {' '.join(flags)}: attn ablates the query heads {heads}")
     IC.compare(f"{name} {' '.join(flags)}", ours, theirs, ablation, z_name, mlp_name)
+
+
+def batch_case(attn, name, lines, stages, heads=None):
+    """`attn batch` on JSON lines of several lengths (a mini-batch per length, two items each at most):
+    each record's stages are PyTorch's on that item alone (every layer's, --heads keeping those heads)."""
+    model, c = decoder_model(name)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = pathlib.Path(tmp) / "items.jsonl"
+        src.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        flags = ["--stages", ",".join(["tokens", *stages]), "--batch-size", "2"] + \
+            (["--heads", ",".join(map(str, heads))] if heads else [])
+        r = subprocess.run([attn, "batch", "--model-dir", str(PRETRAINED / name), str(src), "-o", "-", "--quiet", *flags],
+                           capture_output=True, text=True, timeout=120)
+    what = f"{name} batch {' '.join(flags)}"
+    records = [json.loads(line) for line in r.stdout.splitlines()]
+    IC.check(r.returncode == 0 and sorted(rec["line"] for rec in records) == list(range(1, len(lines) + 1)),
+             f"{what}: a record per line ({r.stderr.strip()})")
+    worst, compared, wrong = 0.0, 0, []
+    for rec in records:
+        line = lines[rec["line"] - 1]
+        if "ids" in line and rec["ids"] != line["ids"]:
+            wrong.append(f"line {rec['line']}: ids {rec['ids']}")
+        theirs = run(model, [rec["ids"]])
+        for stage, got in rec["stages"].items():
+            want = theirs[stage][0]
+            if heads and want.dim() == 3 and stage.split(".")[-2] == "self_attn":
+                want = want[heads]
+            got = torch.tensor(got["data"], dtype=torch.float64).reshape(got["shape"])
+            if got.shape != want.shape:
+                wrong.append(f"line {rec['line']}: {stage} of shape {list(got.shape)}, not {list(want.shape)}")
+                continue
+            worst = max(worst, ((got - want.double()).abs().max() / max(1.0, want.abs().max().item())).item())
+            compared += 1
+    IC.check(not wrong, f"{what}: each record keeps its line's ids, each stage PyTorch's shape {wrong}")
+    IC.check(compared >= len(lines) * c["num_hidden_layers"] and worst <= 1e-4,
+             f"{what}: {compared} stages within {worst:.1e} of PyTorch (1e-4 relative)")
+    return records
 
 
 def lens_case(attn, name, rows, top_k=5):
@@ -175,6 +214,13 @@ def main(attn):
     ablation_case(attn, "llama3_gqa", ROWS, "kv0.0", [(0, 0), (0, 1)], [1], "mean")
     ablation_case(attn, "mistral_window", ROWS[:1], "kv1.0", [(1, 0), (1, 1), (1, 2), (1, 3)], [], "mean")
     ablation_case(attn, "qwen2_bias", ROWS[:1], "1.3", [(1, 3)], [0, 1], "zero")
+    batch_case(attn, "llama3_gqa", [{"ids": r} for r in [[5, 17, 42], [1, 33, 2, 63], [9, 8, 7], [60]]],
+               ["self_attn.attn_weights", "self_attn.queries_rotated", "mlp.down_proj", "logits"], heads=[1, 3])
+    sentences = [{"text": "the cat sat on the mat"}, {"text": "a dog"}]
+    records = batch_case(attn, "llama_tiny", sentences, ["self_attn.attn_weights", "model.norm"])
+    for rec, line in zip(sorted(records, key=lambda rec: rec["line"]), sentences):
+        encoded = IC.attn_json(attn, ["--model-dir", str(PRETRAINED / "llama_tiny"), "--sentence", line["text"]])
+        IC.check(rec["ids"] == encoded["input_ids"][0] and rec["tokens"] == encoded["tokens"][0], f"llama_tiny batch: {line['text']!r} tokenized as attn encode does")
     lens_case(attn, "llama3_gqa", ROWS)
     lens_case(attn, "mistral_window", ROWS[:1])
     failures = IC.failures + PC.failures + HD.failures

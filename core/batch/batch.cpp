@@ -120,8 +120,34 @@ void check_indices(const std::vector<size_t>& values, size_t limit, const std::s
       throw InputError(what + " " + std::to_string(v) + " does not exist (the model has " + std::to_string(limit) + ")");
 }
 
+// --heads indexes the query heads; a stage of a decoder's key/value heads has fewer.
+void check_head_count(const Stage& stage, const std::vector<size_t>& heads) {
+  if (heads.empty() || !is_per_head(stage)) return;
+  const size_t count = stage.value.shape(1);
+  for (size_t h : heads)
+    if (h >= count)
+      throw InputError("stage '" + stage.name + "' has " + std::to_string(count) + " heads (the key/value heads), and --heads " +
+                       std::to_string(h) + " selects a query head: leave it out of --stages or choose heads below " +
+                       std::to_string(count));
+}
+
 [[noreturn]] void bad_file(const std::string& path, const std::string& why) {
   throw InputError("'" + path + "': " + why);
+}
+
+// A checkpoint's tokenizer on one sentence (BERT's "A\tB" a pair), without the length check that
+// make_item makes for every item.
+void tokenize(const LoadedModel& m, const std::string& text, Item& item) {
+  if (m.pretrained) {
+    PretrainedBatch b = tokenize_pretrained(*m.pretrained, {text});
+    item.tokens = std::move(b.tokens[0]);
+    item.ids = std::move(b.input.ids);
+    item.type_ids = std::move(b.input.type_ids);
+    return;
+  }
+  if (!m.decoder_tokenizer) throw InputError("a sentence needs the model's tokenizer.json, which its folder lacks: give token ids");
+  item.ids = m.decoder_tokenizer->encode(text).ids;
+  for (int64_t id : item.ids) item.tokens.push_back(m.token(id));
 }
 
 }  // namespace
@@ -167,11 +193,8 @@ std::optional<size_t> IdRegistry::claim(const Json& id, size_t line) {
 
 Item make_item(RawItem raw, size_t line, const ItemRules& rules) {
   Item item{line, std::move(raw.id), {}, std::move(raw.ids), {}};
-  if (raw.text && rules.pretrained) {
-    PretrainedBatch b = tokenize_pretrained(*rules.pretrained, {*raw.text});
-    item.tokens = std::move(b.tokens[0]);
-    item.ids = std::move(b.input.ids);
-    item.type_ids = std::move(b.input.type_ids);
+  if (raw.text && rules.checkpoint) {
+    tokenize(*rules.checkpoint, *raw.text, item);
   } else if (raw.text) {
     if (!rules.vocab) throw InputError("a sentence needs a vocabulary (--vocab); give token ids instead");
     item.tokens = words_of(*raw.text, *rules.vocab);
@@ -229,11 +252,11 @@ Trace compute(const TransformerModel& model, const std::vector<Item>& items, Mas
   return trace;
 }
 
-Trace compute(const Pretrained& model, const std::vector<Item>& items) {
-  PretrainedInput in;
+Trace compute(const LoadedModel& model, const std::vector<Item>& items) {
+  ModelInput in;
   in.batch = items.size();
   in.seq = items.front().ids.size();
-  const bool types = model.model.config.family == ModelFamily::bert;
+  const bool types = model.pretrained && model.pretrained->model.config.family == ModelFamily::bert;
   for (const auto& item : items) {
     if (item.ids.size() != in.seq) throw std::logic_error("batch::compute: items of different lengths");
     in.ids.insert(in.ids.end(), item.ids.begin(), item.ids.end());
@@ -241,7 +264,7 @@ Trace compute(const Pretrained& model, const std::vector<Item>& items) {
     else if (types) in.type_ids.insert(in.type_ids.end(), item.type_ids.begin(), item.type_ids.end());
     in.lengths.push_back(in.seq);
   }
-  return pretrained_forward(model.model, in);
+  return model.forward(in);
 }
 
 ModelOutline outline(const TransformerConfig& config) {
@@ -251,7 +274,13 @@ ModelOutline outline(const TransformerConfig& config) {
   return m;
 }
 
-ModelOutline outline(const PretrainedConfig& config) {
+ModelOutline outline(const LoadedModel& checkpoint) {
+  if (checkpoint.decoder) {
+    const DecoderConfig& c = checkpoint.decoder->config;
+    return {c.num_layers, c.num_heads,
+            {"tokens", "model.layers." + std::to_string(c.num_layers - 1) + ".self_attn.attn_weights", "next_token_probs"}};
+  }
+  const PretrainedConfig& config = checkpoint.pretrained->model.config;
   const bool bert = config.family == ModelFamily::bert;
   return {config.num_layers, config.num_heads,
           {"tokens", attention_weights_stage(config.family, config.num_layers - 1),
@@ -288,6 +317,7 @@ StageSelection select_stages(const Trace& sample, const ModelOutline& model, con
   }
   for (size_t i = 0; i < keep.size(); ++i)
     if (keep[i]) {
+      check_head_count(sample.stages()[i], heads);
       selection.names.push_back(sample.stages()[i].name);
       selection.dtypes.push_back(sample.stages()[i].dtype);
     }
@@ -352,7 +382,7 @@ std::vector<StageLayout> stage_layouts(const TransformerModel& model, MaskKind m
   return layouts_of([&](const Item& item) { return compute(model, {item}, mask); }, selection);
 }
 
-std::vector<StageLayout> stage_layouts(const Pretrained& model, const StageSelection& selection) {
+std::vector<StageLayout> stage_layouts(const LoadedModel& model, const StageSelection& selection) {
   return layouts_of([&](const Item& item) { return compute(model, {item}); }, selection);
 }
 
@@ -488,6 +518,24 @@ Json model_identity(const Pretrained& p) {
   return {{"family", family_name(c.family)}, {"architecture", c.architecture},
           {"sizes", {c.vocab_size, c.hidden_size, c.num_heads, c.num_layers, c.intermediate_size, c.max_positions}},
           {"fnv1a64", h.hex()}, {"tokens_fnv1a64", tokens.hex()}};
+}
+
+Json model_identity(const LoadedModel& checkpoint) {
+  if (checkpoint.pretrained) return model_identity(*checkpoint.pretrained);
+  const DecoderModel& m = *checkpoint.decoder;
+  Fnv1a h;
+  for_each_tensor(m, [&](const Tensor& t) { h.update(t.data(), t.size() * sizeof(float)); });
+  Json tokens = nullptr;
+  if (const JsonTokenizer* t = checkpoint.decoder_tokenizer.get()) {
+    Fnv1a hashed;
+    for (int64_t id = 0; id < int64_t(t->size()); ++id) hashed.update(t->token(id).c_str(), t->token(id).size() + 1);
+    tokens = hashed.hex();
+  }
+  const DecoderConfig& c = m.config;
+  return {{"family", c.model_type}, {"architecture", c.architecture},
+          {"sizes", {c.vocab_size, c.hidden_size, c.num_heads, c.num_kv_heads, c.num_layers, c.intermediate_size,
+                     c.max_positions}},
+          {"fnv1a64", h.hex()}, {"tokens_fnv1a64", tokens}};
 }
 
 void add_sentence_words(Vocab& vocab, const RawItem& raw) {

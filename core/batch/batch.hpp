@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/base/json.hpp"
+#include "core/model/loaded_model.hpp"
 #include "core/model/pretrained_files.hpp"
 #include "core/text/tokenizer.hpp"
 #include "core/model/trace.hpp"
@@ -74,7 +75,7 @@ struct Item {
 struct ItemRules {
   const Vocab* vocab = nullptr;
   size_t embedding_rows = 0, max_len = 0;
-  const Pretrained* pretrained = nullptr;  // a checkpoint: its tokenizer instead of the vocabulary
+  const LoadedModel* checkpoint = nullptr;  // BERT, GPT-2 or a decoder: its tokenizer instead of the vocabulary
 };
 // Throws InputError with the reason: unknown token without [UNK], text without a vocabulary, a token
 // id outside the embedding table, more tokens than max_len.
@@ -93,8 +94,8 @@ std::vector<std::vector<Item>> group_by_size(std::vector<Item> items, size_t bat
 // by the fast path on `device` when given (its stages but the scores).
 Trace compute(const TransformerModel& model, const std::vector<Item>& items, MaskKind mask,
               DeviceModel* device = nullptr);
-// A BERT or GPT-2 checkpoint on items of one length (no padding).
-Trace compute(const Pretrained& model, const std::vector<Item>& items);
+// A checkpoint (BERT, GPT-2, a Llama-family decoder) on items of one length (no padding).
+Trace compute(const LoadedModel& model, const std::vector<Item>& items);
 // The fast path on items of any lengths packed together (device's backend packs sequences): one
 // trace per item, the item alone ([1, S, ...]: row 0 for item_arrays).
 std::vector<Trace> compute_packed(const std::vector<Item>& items, MaskKind mask, DeviceModel& device);
@@ -121,8 +122,8 @@ struct ModelOutline {
 };
 ModelOutline outline(const TransformerConfig& config);
 // A checkpoint's defaults: tokens, the last layer's attention weights and last_hidden_state (BERT) or
-// next_token_probs (GPT-2).
-ModelOutline outline(const PretrainedConfig& config);
+// next_token_probs (GPT-2, the decoders).
+ModelOutline outline(const LoadedModel& checkpoint);
 StageSelection select_stages(const Trace& sample, const ModelOutline& model, const std::vector<std::string>& requested,
                              const std::vector<size_t>& layers, const std::vector<size_t>& heads);
 
@@ -153,7 +154,7 @@ struct StageLayout {
 };
 // Compares each selected stage at lengths 1 and 2.
 std::vector<StageLayout> stage_layouts(const TransformerModel& model, MaskKind mask, const StageSelection& selection);
-std::vector<StageLayout> stage_layouts(const Pretrained& model, const StageSelection& selection);
+std::vector<StageLayout> stage_layouts(const LoadedModel& model, const StageSelection& selection);
 
 // --- safetensors written piece by piece (--format safetensors and attn merge) ---
 
@@ -200,6 +201,7 @@ Json vocab_identity(const Vocab* vocab);
 Json model_identity(const TransformerModel& model);
 // A checkpoint's: its family and sizes, its weights and its tokenizer's tokens hashed.
 Json model_identity(const Pretrained& model);
+Json model_identity(const LoadedModel& checkpoint);  // a BERT / GPT-2 checkpoint's, or a decoder's
 
 // The vocabulary of a run without --vocab, built in a first pass: [PAD] = 0, then each word of each
 // sentence (a text line, a JSON line's "text") in order of first appearance. A line that does not

@@ -390,6 +390,23 @@ void check_skipped(const DecoderConfig& config, const std::vector<std::string>& 
 
 }  // namespace
 
+void for_each_tensor(const DecoderModel& m, const std::function<void(const Tensor&)>& visit) {
+  auto given = [&](const Tensor& t) {
+    if (t.size() > 0 && t.dimension() > 0) visit(t);
+  };
+  auto norm = [&](const LayerNorm& n) { given(n.weight), given(n.bias); };
+  given(m.embed_tokens);
+  for (const DecoderLayer& l : m.layers) {
+    for (const LayerNorm* n : {&l.input_norm, &l.post_attention_norm, &l.pre_feedforward_norm, &l.post_feedforward_norm})
+      norm(*n);
+    for (const Linear* x : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
+      given(x->weight), given(x->bias);
+    given(l.q_norm), given(l.k_norm);
+  }
+  norm(m.norm);
+  if (m.lm_head.data() != m.embed_tokens.data()) given(m.lm_head);
+}
+
 DecoderModel read_decoder_weights(const DecoderConfig& config, const std::string& path, const std::string& file_name,
                                   const ReadProgress& progress) {
   std::vector<std::string> buffers;

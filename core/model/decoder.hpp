@@ -87,6 +87,9 @@ struct DecoderModel {
   std::vector<std::string> ignored;  // the file's tensors outside the model (rotary buffers, …)
 };
 
+// Every tensor the model holds (empty ones, such as absent biases, skipped; a tied lm_head once).
+void for_each_tensor(const DecoderModel& model, const std::function<void(const Tensor&)>& visit);
+
 // The model from tensors under Hugging Face's names (model.embed_tokens.weight, …, lm_head.weight; NeoX's
 // gpt_neox.embed_in.weight, …, embed_out.weight);
 // missing and wrongly shaped tensors are one InputError naming `file` and each tensor.

@@ -122,13 +122,15 @@ Trace LoadedModel::forward(const ModelInput& in, const Hooks* hooks, const Layer
   return pretrained_forward(pretrained->model, p, hooks, start);
 }
 
-LoadedModel load_model(const ModelOptions& o, const std::vector<std::string>& sentences) {
+LoadedModel load_checkpoint(const PretrainedFiles& files) {
   LoadedModel m;
-  if (const auto files = pretrained_files(o)) {
-    if (load_decoder_files(*files, m)) return m;
-    m.pretrained = std::make_shared<const Pretrained>(load_pretrained_files(*files));
-    return m;
-  }
+  if (!load_decoder_files(files, m)) m.pretrained = std::make_shared<const Pretrained>(load_pretrained_files(files));
+  return m;
+}
+
+LoadedModel load_model(const ModelOptions& o, const std::vector<std::string>& sentences) {
+  if (const auto files = pretrained_files(o)) return load_checkpoint(*files);
+  LoadedModel m;
   m.mask = parse_mask_kind(o.mask);
   if (auto vocab = model_vocab(o))
     m.vocab = std::move(*vocab);
