@@ -49,6 +49,7 @@ struct EncodeOptions {
   std::string top_k = "10", temperature = "1";   // GPT-2's next-token list
   std::string ablate, ablate_mlp, ablation = "zero", mean_data;  // interventions (core/model/interventions.hpp)
   bool logit_lens = false;                                         // core/model/logit_lens.hpp
+  std::string rotary;  // "QUERY,KEY": a decoder's rotary split of that score (core/model/decoder_views.hpp)
   PlotOptions plot;
   std::vector<std::string> ids;
   SentenceOptions sentences;

@@ -19,6 +19,7 @@
 #include "native/hub.hpp"
 #include "core/model/decoder.hpp"
 #include "core/model/interventions.hpp"
+#include "core/model/decoder_views.hpp"
 #include "core/model/logit_lens.hpp"
 #include "core/model/model_options.hpp"
 
@@ -345,6 +346,7 @@ struct DecoderRun {
   Ablation ablation;
   std::vector<std::vector<NextToken>> next;
   std::optional<LogitLens> lens;
+  std::optional<std::pair<size_t, size_t>> rotary;  // --rotary QUERY,KEY of the first row
 
   std::string text() const {
     const DecoderConfig& c = model.config;
@@ -379,9 +381,24 @@ struct DecoderRun {
     if (!tokens.empty()) doc["tokens"] = tokens;
     doc["stages"] = stages_json(trace);
     doc["next_tokens"] = next_tokens_json(next);
+    doc["first_token_attention"] = first_token_attention(trace, c.num_layers);
+    if (rotary) doc["rotary"] = rotary_json();
     if (!ablation.empty()) doc["ablation"] = ablation_json(ablation);
     if (lens) doc["logit_lens"] = lens_json(*lens, [this](int64_t id) { return id_label(id); });
     return doc.dump();
+  }
+  // Every layer's and head's split of the first row's score of query rotary->first on key rotary->second,
+  // and that score over distances 0 … min(max_positions, 128) − 1.
+  Json rotary_json() const {
+    const size_t distances = std::min<size_t>(model.config.max_positions, 128);
+    Json layers = Json::array();
+    for (const auto& heads : rotary_splits(model, trace, 0, rotary->first, rotary->second, distances)) {
+      layers.push_back(Json::array());
+      for (const RotarySplit& s : heads)
+        layers.back().push_back({{"pairs", s.pairs}, {"unrotated", s.unrotated}, {"score", s.score},
+                                 {"by_distance", s.by_distance}});
+    }
+    return {{"query", rotary->first}, {"key", rotary->second}, {"layers", std::move(layers)}};
   }
   // A next token's label: none without a tokenizer, "<id N>" for a row of the embedding beyond its vocabulary.
   std::string label(int64_t id) const {
@@ -418,6 +435,14 @@ void decoder_rows(const EncodeOptions& o, DecoderRun& run) {
   }
 }
 
+// --rotary QUERY,KEY: two positions of the first sequence.
+std::pair<size_t, size_t> rotary_positions(const std::string& text) {
+  const size_t comma = text.find(',');
+  if (comma == std::string::npos)
+    throw InputError("--rotary expects QUERY,KEY (two positions of the first sequence), got '" + text + "'");
+  return {parse_size("--rotary's query", text.substr(0, comma), 0), parse_size("--rotary's key", text.substr(comma + 1), 0)};
+}
+
 void run_decoder(const EncodeOptions& o, const PretrainedFiles& files, const Json& config_json) {
   if (!o.backend.empty() || !o.save_weights.empty() || !o.plot.stage.empty())
     throw InputError("a Llama-family checkpoint runs stage by stage only so far: drop --backend, --save-weights and --plot");
@@ -445,6 +470,10 @@ void run_decoder(const EncodeOptions& o, const PretrainedFiles& files, const Jso
                                         [run](int64_t id) { return run->label(id); }));
   if (!o.save_npy.empty()) save_npy_dir(o.save_npy, run->trace);
   if (o.logit_lens) run->lens = logit_lens(run->model, run->trace, k);
+  if (!o.rotary.empty()) {
+    run->rotary = rotary_positions(o.rotary);
+    rotary_splits(run->model, run->trace, 0, run->rotary->first, run->rotary->second, 0);  // its errors before output
+  }
   emit({std::shared_ptr<const Trace>(run, &run->trace), run->tokens, [run] { return run->json(); },
         [run] { return run->text(); }},
        o.json, o.result);
@@ -482,8 +511,12 @@ struct ClassifierRun {
 void run(const EncodeOptions& o) {
   if (const auto files = pretrained_files(o.model)) {
     const Json config = read_json_file(files->config, "model config");
-    return is_decoder_config(config) ? run_decoder(o, *files, config) : run_pretrained(o, *files);
+    if (is_decoder_config(config)) return run_decoder(o, *files, config);
   }
+  if (!o.rotary.empty())
+    throw InputError("--rotary splits a rotary score, a Llama-family model's (" + decoder_architectures() +
+                     "); this model adds its positions to its embeddings");
+  if (const auto files = pretrained_files(o.model)) return run_pretrained(o, *files);
   if (!o.backend.empty() && o.logit_lens)
     throw InputError("--logit-lens reads the exact path's residual stream: drop --backend");
   auto run = std::make_shared<ClassifierRun>();
@@ -543,6 +576,9 @@ void add_encode_command(CLI::App& app, EncodeOptions& o) {
                                             "the real tokens of --mean-data, else of the inputs)")
       ->capture_default_str();
   cmd->add_option("--mean-data", o.mean_data, "sentences file (one per line) whose run gives --ablation mean its means");
+  cmd->add_option("--rotary", o.rotary, "a Llama-family model's score of query position QUERY on key KEY (first "
+                                        "sequence), split over each head's rotary frequency pairs, and over distance "
+                                        "(--json: \"rotary\")");
   cmd->add_flag("--logit-lens", o.logit_lens, "read every layer's residual stream through the final LayerNorm and the "
                                               "unembedding (GPT-2: top --top-k tokens) or the classifier's head");
   cmd->add_option("--backend", o.backend,

@@ -104,6 +104,13 @@ attn_cli_case(decoder_no_tokenizer 2 "--sentence needs the model's tokenizer.jso
 attn_cli_case(decoder_no_ids 2 "this model's folder has no tokenizer.json: give token ids with --ids"
               encode --model-dir "${pre}/mistral_window")
 attn_cli_case(decoder_id_outside 2 "token id 64 is outside the model's 64 rows" encode --model-dir "${pre}/mistral_window" --ids "1 64")
+attn_cli_case(decoder_rotary_syntax 2 "--rotary expects QUERY,KEY \\(two positions of the first sequence\\), got '3'"
+              encode --model-dir "${pre}/llama3_gqa" --ids "5 17 42 3" --rotary 3)
+attn_cli_case(decoder_rotary_order 2 "--rotary QUERY,KEY: positions of one sequence with KEY <= QUERY < 4, got 1,2"
+              encode --model-dir "${pre}/llama3_gqa" --ids "5 17 42 3" --rotary 1,2)
+attn_cli_case(decoder_rotary_outside 2 "KEY <= QUERY < 4, got 4,0" encode --model-dir "${pre}/llama3_gqa" --ids "5 17 42 3" --rotary 4,0)
+attn_cli_case(rotary_not_decoder 2 "--rotary splits a rotary score, a Llama-family model's \\(.*\\); this model adds its positions"
+              encode --model-dir "${pre}/gpt2_tiny" --ids "1 2" --rotary 1,0)
 # Their interventions against PyTorch's hooks (decoder_check.py: ablation of query heads and of key/value
 # heads with their groups, the logit lens), and the bad inputs.
 add_test(NAME cli.decoder_interventions COMMAND /usr/bin/python3 "${CMAKE_CURRENT_SOURCE_DIR}/decoder_check.py" $<TARGET_FILE:attn>)

@@ -124,6 +124,44 @@ def batch_case(attn, name, lines, stages, heads=None):
     return records
 
 
+def views_case(attn, name, ids, query, key):
+    """first_token_attention from PyTorch's weights; --rotary QUERY,KEY: each head's pairs from PyTorch's
+    rotated queries and keys, their sum its score, and by_distance[δ] PyTorch's score of the unrotated
+    vectors rotated by the module's own LlamaRotaryEmbedding at positions δ and 0."""
+    model, c = decoder_model(name)
+    theirs = run(model, [ids])
+    ours = IC.attn_json(attn, ["--model-dir", str(PRETRAINED / name), "--ids", " ".join(map(str, ids)),
+                               "--rotary", f"{query},{key}"])
+    L, H, g, d = c["num_hidden_layers"], c["num_attention_heads"], c["num_attention_heads"] // c["num_key_value_heads"], c["head_dim"]
+    sinks = torch.stack([theirs[f"model.layers.{l}.self_attn.attn_weights"][0, :, 1:, 0].mean(-1) for l in range(L)])
+    sink_error = (torch.tensor(ours["first_token_attention"]) - sinks).abs().max().item()
+    IC.check(sink_error <= 1e-6, f"{name}: first_token_attention within {sink_error:.1e} of PyTorch's weights (1e-6)")
+    rotary = model.model.rotary_emb
+    far = len(ours["rotary"]["layers"][0][0]["by_distance"])
+    cos, sin = rotary(torch.arange(far)[None])
+    worst = {"pairs": 0.0, "score": 0.0, "by_distance": 0.0}
+    for l in range(L):
+        for h in range(H):
+            got = ours["rotary"]["layers"][l][h]
+            stage = lambda s: theirs[f"model.layers.{l}.self_attn.{s}"][0]
+            q_rot, k_rot = stage("queries_rotated")[h, query].double(), stage("keys_rotated")[h // g, key].double()
+            half = q_rot.shape[0] // 2
+            pairs = (q_rot[:half] * k_rot[:half] + q_rot[half:] * k_rot[half:]) / d ** 0.5
+            worst["pairs"] = max(worst["pairs"], (torch.tensor(got["pairs"]) - pairs).abs().max().item())
+            worst["score"] = max(worst["score"], abs(sum(got["pairs"]) + got["unrotated"] - stage("scores")[h, query, key].item()))
+            norm = f"model.layers.{l}.self_attn.q_norm" in theirs  # Qwen3: the norms come before the rotation
+            q, k = stage("q_norm" if norm else "q_proj")[h, query], stage("k_norm" if norm else "k_proj")[h // g, key]
+            want = []
+            for delta in range(far):  # the query at δ, the key at 0
+                q_at, _ = D.apply_rotary_pos_emb(q[None, None], q[None, None], cos[:, delta:delta + 1], sin[:, delta:delta + 1])
+                _, k_at = D.apply_rotary_pos_emb(k[None, None], k[None, None], cos[:, :1], sin[:, :1])
+                want.append((q_at.flatten().double() @ k_at.flatten().double()).item() / d ** 0.5)
+            worst["by_distance"] = max(worst["by_distance"], (torch.tensor(got["by_distance"]) - torch.tensor(want)).abs().max().item())
+    IC.check(all(v <= 1e-5 for v in worst.values()),
+             f"{name} --rotary {query},{key}: pairs, their sum against the scores stage and by_distance over {far} "
+             f"distances within " + ", ".join(f"{k} {v:.1e}" for k, v in worst.items()) + " of PyTorch (1e-5)")
+
+
 def lens_case(attn, name, rows, top_k=5):
     model, c = decoder_model(name)
     stages = run(model, rows)
@@ -221,6 +259,8 @@ def main(attn):
     for rec, line in zip(sorted(records, key=lambda rec: rec["line"]), sentences):
         encoded = IC.attn_json(attn, ["--model-dir", str(PRETRAINED / "llama_tiny"), "--sentence", line["text"]])
         IC.check(rec["ids"] == encoded["input_ids"][0] and rec["tokens"] == encoded["tokens"][0], f"llama_tiny batch: {line['text']!r} tokenized as attn encode does")
+    views_case(attn, "llama3_gqa", ROWS[0], 4, 1)
+    views_case(attn, "qwen2_bias", ROWS[0], 3, 3)
     lens_case(attn, "llama3_gqa", ROWS)
     lens_case(attn, "mistral_window", ROWS[:1])
     failures = IC.failures + PC.failures + HD.failures

@@ -9,6 +9,7 @@
 #include "core/base/error.hpp"
 #include "core/io/safetensors_index.hpp"
 #include "core/model/decoder.hpp"
+#include "core/model/decoder_views.hpp"
 #include "core/model/pretrained_files.hpp"
 #include "tests/fixtures.hpp"
 #include "tests/model_fixtures.hpp"
@@ -230,4 +231,29 @@ TEST_CASE("decoder inputs outside the vocabulary or the positions are InputError
   const std::vector<int64_t> long_row(65, 1);
   CHECK_THAT(error_of([&] { decoder_forward(model, long_row, 1, 65); }), Catch::Contains("more than the model's 64"));
   CHECK_THAT(error_of([&] { decoder_forward(model, {}, 0, 0); }), Catch::Contains("no tokens"));
+}
+
+TEST_CASE("decoder views: rotary pairs add up to the scores stage, by_distance meets it at the pair's distance",
+          "[decoder]") {
+  for (const char* name : {"llama3_gqa", "qwen3_norm", "pythia_parallel", "gemma3_local"}) {  // yarn, partial, local
+    SECTION(name) {
+      const DecoderModel model = fixture_model(name);
+      const Trace trace = decoder_forward(model, {5, 17, 42, 3, 60}, 1, 5);
+      const Tensor& scores0 = trace.at("model.layers.0.self_attn.scores");
+      const auto splits = rotary_splits(model, trace, 0, 4, 1, 8);
+      REQUIRE(splits.size() == model.config.num_layers);
+      for (size_t l = 0; l < splits.size(); ++l)
+        for (size_t h = 0; h < splits[l].size(); ++h) {
+          const RotarySplit& s = splits[l][h];
+          CHECK(s.by_distance[3] == Approx(s.score).margin(1e-5));
+          const float stage = scores0.data()[(h * 5 + 4) * 5 + 1];
+          if (l == 0 && model.config.attn_softcap <= 0 && stage > -1e30f)  // after Gemma's cap, and a window's mask
+            CHECK(s.score == Approx(stage).margin(1e-5));
+        }
+      for (const auto& row : first_token_attention(trace, model.config.num_layers))
+        for (double share : row) CHECK((share > 0 && share <= 1));
+      CHECK_THAT(error_of([&] { rotary_splits(model, trace, 0, 1, 2, 8); }), Catch::Contains("KEY <= QUERY < 5"));
+      CHECK_THAT(error_of([&] { rotary_splits(model, trace, 1, 1, 0, 8); }), Catch::Contains("row 1"));
+    }
+  }
 }
