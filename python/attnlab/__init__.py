@@ -202,16 +202,20 @@ class Model:
         return _trace_html(self(), None)
 
 
-def load(model_dir=None, *, model=None, weights=None, config=None, vocab=None, merges=None, **options):
-    """A model from files: a Hugging Face BERT, GPT-2 or Llama-family folder (`model_dir`), or one by name (`model`:
-    a folder, else a Hub repository id such as "openai-community/gpt2", "@revision" optional, downloaded
-    into the Hub's cache as attn's --model does), or the files one at a time (weights=model.safetensors,
+def load(name=None, *, model_dir=None, model=None, weights=None, config=None, vocab=None, merges=None, **options):
+    """A model from files: by name (`name` or `model`: a folder, else a Hub repository id such as
+    "openai-community/gpt2", "@revision" optional, downloaded into the Hub's cache as attn's --model
+    does: `load("HuggingFaceTB/SmolLM2-135M")`), a Hugging Face BERT, GPT-2 or Llama-family folder
+    (`model_dir`), or the files one at a time (weights=model.safetensors,
     config=config.json, vocab=vocab.txt / vocab.json, merges=merges.txt), or the tutorial's classifier
     as attn train saves it (weights, config, vocab). Other keywords: attn encode's model options (mask,
     seed). Bad files raise ValueError naming the problem."""
+    if name is not None and model is not None:
+        raise ValueError("load: give the model's name once (as the first argument or model=)")
+    model = model if name is None else name
     files = dict(model_dir=model_dir, model=model, weights=weights, config=config, vocab=vocab, merges=merges)
     if all(v is None for v in files.values()):
-        raise ValueError("load: give model_dir or model, or weights (with config and vocab)")
+        raise ValueError("load: give a name (a folder or a Hub repository id) or model_dir, or weights (with config and vocab)")
     return Model({k: (os.fspath(v) if isinstance(v, os.PathLike) else v) for k, v in files.items()} | options)
 
 

@@ -53,6 +53,34 @@ def torchgen(name):
     return module
 
 
+class ByName(unittest.TestCase):
+    def test_a_hub_name_loads_what_its_folder_does(self):
+        """attnlab.load("ORG/NAME") against tests/hub/hub_server.py (hub_check.py's Server): the files
+        land in HF_HUB_CACHE and the model runs as the fixture's folder does; a second load makes no request."""
+        spec = importlib.util.spec_from_file_location("hub_check", TESTS / "hub_check.py")
+        hub = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(hub)
+        server = hub.Server()
+        saved = dict(os.environ)
+        try:
+            with tempfile.TemporaryDirectory() as home:
+                os.environ.update(HF_ENDPOINT=server.endpoint, HF_HOME=home, HF_HUB_CACHE=os.path.join(home, "hub"))
+                server.reset()
+                model = attnlab.load("attnlab-test/llama-tiny", quiet=True)
+                folder = attnlab.load(FIXTURES / "pretrained" / "llama_tiny")
+                self.assertEqual(model("the cat sat").to_json(), folder("the cat sat").to_json())
+                self.assertTrue(any(e["path"].endswith("/tokenizer.json") for e in server.log()))
+                server.reset()
+                attnlab.load("attnlab-test/llama-tiny@" + server.commit("attnlab-test/llama-tiny"), quiet=True)
+                self.assertEqual(server.log(), [])
+                with self.assertRaises(ValueError):
+                    attnlab.load("attnlab-test/llama-tiny", model="attnlab-test/llama-tiny")
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+            server.stop()
+
+
 class SameNumbers(unittest.TestCase):
     def test_tutorial_equals_the_cli(self):
         cases = [({}, []),
@@ -285,7 +313,8 @@ class BadInput(unittest.TestCase):
         self.assertCliError(lambda: attnlab.tutorial(seed="x"), "tutorial", "--seed", "x")
         self.assertCliError(lambda: attnlab.tutorial(mask="diagonal"), "tutorial", "--mask", "diagonal")
         self.assertCliError(lambda: attnlab.encode(d_model=0), "encode", "--d-model", "0")
-        self.assertCliError(lambda: attnlab.load("/nonexistent"), "encode", "--model-dir", "/nonexistent")
+        self.assertCliError(lambda: attnlab.load("/nonexistent"), "encode", "--model", "/nonexistent")
+        self.assertCliError(lambda: attnlab.load(model_dir="/nonexistent"), "encode", "--model-dir", "/nonexistent")
         self.assertCliError(lambda: attnlab.encode(ablate="9.9"), "encode", "--ablate", "9.9")
         self.assertCliError(lambda: attnlab.train(task="nope"), "train", "--task", "nope")
         self.assertCliError(lambda: attnlab.load(GPT2).generate("x", top_p=2), "generate", "--model-dir", str(GPT2),
