@@ -340,7 +340,8 @@ void run_pretrained(const EncodeOptions& o, const PretrainedFiles& files) {
 struct DecoderRun {
   DecoderModel model;
   std::optional<JsonTokenizer> tokenizer;
-  std::vector<std::vector<int64_t>> rows;
+  std::vector<std::vector<int64_t>> rows;        // padded to one length
+  std::vector<size_t> lengths;                   // each row's real tokens
   std::vector<std::vector<std::string>> tokens;  // each row's labels, when the tokenizer made the rows
   Trace trace;
   Ablation ablation;
@@ -377,7 +378,8 @@ struct DecoderRun {
                   {"intermediate_size", c.intermediate_size}, {"max_positions", c.max_positions},
                   {"key_value_head_of_query_head", kv_head_of}}},
                 {"ignored", model.ignored},
-                {"input_ids", rows}};
+                {"input_ids", rows},
+                {"lengths", lengths}};
     if (!tokens.empty()) doc["tokens"] = tokens;
     doc["stages"] = stages_json(trace);
     doc["next_tokens"] = next_tokens_json(next);
@@ -409,8 +411,9 @@ struct DecoderRun {
   std::string id_label(int64_t id) const { return tokenizer ? label(id) : "<id " + std::to_string(id) + ">"; }
 };
 
-// The rows, of one length (the decoder runs without padding): --ids, or the sentences through the
-// folder's tokenizer.json (its BOS included), with their tokens' labels.
+// The rows: --ids, or the sentences through the folder's tokenizer.json (its BOS included), with their
+// tokens' labels; shorter rows padded after their tokens with id 0 (the causal mask keeps every real
+// token from seeing them), their real lengths kept.
 void decoder_rows(const EncodeOptions& o, DecoderRun& run) {
   const bool sentences = !o.sentences.sentences.empty() || !o.sentences.sentences_file.empty();
   if (sentences && !o.ids.empty()) throw InputError("give --sentence or --ids, not both");
@@ -427,11 +430,15 @@ void decoder_rows(const EncodeOptions& o, DecoderRun& run) {
     }
   }
   for (size_t r = 0; r < o.ids.size(); ++r) run.rows.push_back(parse_id_list(o.ids[r], r + 1));
+  size_t seq = 0;
   for (const auto& row : run.rows) {
     if (row.empty()) throw InputError("a sentence gave no tokens");
-    if (row.size() != run.rows[0].size())
-      throw InputError("the sequences must have one length for this model (no padding yet): " +
-                       std::to_string(run.rows[0].size()) + " and " + std::to_string(row.size()) + " tokens");
+    run.lengths.push_back(row.size());
+    seq = std::max(seq, row.size());
+  }
+  for (size_t r = 0; r < run.rows.size(); ++r) {
+    run.rows[r].resize(seq, 0);
+    if (r < run.tokens.size()) run.tokens[r].resize(seq, run.label(0));
   }
 }
 
@@ -461,17 +468,20 @@ void run_decoder(const EncodeOptions& o, const PretrainedFiles& files, const Jso
   const size_t batch = run->rows.size(), seq = run->rows[0].size();
   const ModelStages stages = model_stages(run->model.config);
   run->ablation = ablation_of(o, stages);
-  const auto forward = [&](const Hooks* h) { return decoder_forward(run->model, ids, batch, seq, h); };
-  run->trace = ablated_trace(run->ablation, stages, std::vector<size_t>(batch, seq), forward);
+  const auto forward = [&](const Hooks* h) { return decoder_forward(run->model, ids, batch, seq, h, nullptr, run->lengths); };
+  run->trace = ablated_trace(run->ablation, stages, run->lengths, forward);
   const Tensor& logits = run->trace.at("logits");
   const size_t V = logits.shape(2);
   for (size_t row = 0; row < batch; ++row)
-    run->next.push_back(top_next_tokens(logits.data() + (row * seq + seq - 1) * V, V, k, temperature,
+    run->next.push_back(top_next_tokens(logits.data() + (row * seq + run->lengths[row] - 1) * V, V, k, temperature,
                                         [run](int64_t id) { return run->label(id); }));
   if (!o.save_npy.empty()) save_npy_dir(o.save_npy, run->trace);
   if (o.logit_lens) run->lens = logit_lens(run->model, run->trace, k);
   if (!o.rotary.empty()) {
     run->rotary = rotary_positions(o.rotary);
+    if (run->rotary->first >= run->lengths[0])  // not the first row's padding
+      throw InputError("--rotary QUERY,KEY: positions of one sequence with KEY <= QUERY < " + std::to_string(run->lengths[0]) +
+                       ", got " + std::to_string(run->rotary->first) + "," + std::to_string(run->rotary->second));
     rotary_splits(run->model, run->trace, 0, run->rotary->first, run->rotary->second, 0);  // its errors before output
   }
   emit({std::shared_ptr<const Trace>(run, &run->trace), run->tokens, [run] { return run->json(); },

@@ -92,13 +92,13 @@ attn_cli_case(decoder_neox_shards 0 "^\\{\"family\":\"gpt_neox\",\"architecture\
               encode --model-dir "${pre}/pythia_parallel" --ids "1 2 3" --json)
 attn_cli_case(decoder_sentence 0 "^LlamaForCausalLM \\(llama\\).*\n\\['<s>', '▁the', '▁cat', '▁sat'\\]\n\\['<s>', '▁a', '▁dog', '▁ran'\\]\n.*logits torch.Size\\(\\[2, 4, 64\\]\\).*next token after sequence 2:\n +0\\.[0-9]+ +[0-9]+  [^\n]+\n"
               encode --model-dir "${pre}/llama_tiny" --sentence "the cat sat" --sentence "a dog ran" --top-k 2)
-attn_cli_case(decoder_sentence_json 0 "\"input_ids\":\\[\\[1,[0-9,]+\\]\\],\"tokens\":\\[\\[\"<s>\",\"▁the\",\"▁cat\"\\]\\]"
+attn_cli_case(decoder_sentence_json 0 "\"input_ids\":\\[\\[1,[0-9,]+\\]\\],\"lengths\":\\[3\\],\"tokens\":\\[\\[\"<s>\",\"▁the\",\"▁cat\"\\]\\]"
               encode --model-dir "${pre}/llama_tiny" --sentence "the cat" --json)
 attn_cli_case(decoder_sentence_and_ids 2 "give --sentence or --ids, not both"
               encode --model-dir "${pre}/llama_tiny" --sentence "the cat" --ids "1 2")
 attn_cli_case(decoder_no_input 2 "give a sentence \\(--sentence TEXT\\) or token ids" encode --model-dir "${pre}/llama_tiny")
-attn_cli_case(decoder_lengths 2 "the sequences must have one length for this model \\(no padding yet\\): 3 and 4 tokens"
-              encode --model-dir "${pre}/llama_tiny" --sentence "the cat" --sentence "a dog ran")
+attn_cli_case(decoder_lengths 0 "\"input_ids\":\\[\\[1,[0-9]+,[0-9]+,0\\],\\[1,[0-9]+,[0-9]+,[0-9]+\\]\\],\"lengths\":\\[3,4\\],\"tokens\":\\[\\[\"<s>\",\"▁the\",\"▁cat\",\"[^\"]+\"\\]"
+              encode --model-dir "${pre}/llama_tiny" --sentence "the cat" --sentence "a dog ran" --json)
 attn_cli_case(decoder_no_tokenizer 2 "--sentence needs the model's tokenizer.json, which its folder lacks: give token ids with --ids"
               encode --model-dir "${pre}/mistral_window" --sentence "the cat")
 attn_cli_case(decoder_no_ids 2 "this model's folder has no tokenizer.json: give token ids with --ids"

@@ -124,6 +124,28 @@ def batch_case(attn, name, lines, stages, heads=None):
     return records
 
 
+def padding_case(attn, name, rows):
+    """Rows of different lengths in one run (the shorter padded after its tokens): every stage at each
+    row's real positions, and its next token, as PyTorch computes the row alone."""
+    model, c = decoder_model(name)
+    ours = IC.attn_json(attn, ["--model-dir", str(PRETRAINED / name), *ids_flags(rows)])
+    IC.check(ours["lengths"] == [len(r) for r in rows], f"{name} padding: the rows' lengths {ours['lengths']}")
+    worst, compared = 0.0, 0
+    for r, row in enumerate(rows):
+        theirs = run(model, [row])
+        for stage in ours["stages"]:
+            if stage["name"] not in theirs:
+                continue
+            want = theirs[stage["name"]].double()
+            got = torch.tensor(stage["data"], dtype=torch.float64).reshape(stage["shape"])
+            got = got[r:r + 1] if got.shape[0] == len(rows) else got
+            got = got[tuple(slice(0, n) for n in want.shape)]  # the real positions (query and key)
+            worst = max(worst, ((got - want).abs().max() / max(1.0, want.abs().max().item())).item())
+            compared += 1
+    IC.check(compared > 0 and worst <= 1e-4, f"{name} padding {[len(r) for r in rows]}: {compared} stages at the real "
+             f"positions and next_token_probs within {worst:.1e} of PyTorch on each row alone (1e-4 relative)")
+
+
 def views_case(attn, name, ids, query, key):
     """first_token_attention from PyTorch's weights; --rotary QUERY,KEY: each head's pairs from PyTorch's
     rotated queries and keys, their sum its score, and by_distance[δ] PyTorch's score of the unrotated
@@ -259,6 +281,8 @@ def main(attn):
     for rec, line in zip(sorted(records, key=lambda rec: rec["line"]), sentences):
         encoded = IC.attn_json(attn, ["--model-dir", str(PRETRAINED / "llama_tiny"), "--sentence", line["text"]])
         IC.check(rec["ids"] == encoded["input_ids"][0] and rec["tokens"] == encoded["tokens"][0], f"llama_tiny batch: {line['text']!r} tokenized as attn encode does")
+    padding_case(attn, "llama3_gqa", [ROWS[0][:3], ROWS[1], ROWS[0][:6]])
+    padding_case(attn, "mistral_window", [ROWS[0], ROWS[1][:2]])  # past the window of 3
     views_case(attn, "llama3_gqa", ROWS[0], 4, 1)
     views_case(attn, "qwen2_bias", ROWS[0], 3, 3)
     lens_case(attn, "llama3_gqa", ROWS)

@@ -25,7 +25,7 @@ import tempfile
 import time
 import urllib.request
 
-ATTN = os.path.abspath(sys.argv[1])
+ATTN = os.path.abspath(sys.argv[1]) if __name__ == "__main__" else None  # imported: its Server alone
 ROOT = pathlib.Path(__file__).resolve().parent
 FIXTURES = ROOT / "fixtures" / "pretrained"
 GPT2 = "attnlab-test/gpt2-tiny"

@@ -687,11 +687,13 @@ Tensor embed(const DecoderModel& m, const std::vector<int64_t>& ids, size_t batc
 }  // namespace
 
 Trace decoder_forward(const DecoderModel& m, const std::vector<int64_t>& ids, size_t batch, size_t seq,
-                      const Hooks* hooks, KeyValueCache* cache) {
+                      const Hooks* hooks, KeyValueCache* cache, const std::vector<size_t>& lengths) {
   const DecoderConfig& c = m.config;
   if (cache) cache->prepare(m.layers.size());
   const Positions pos{cache ? cache->length() : 0, cache};
   check_decoder_input(m, ids, batch, seq, pos.past);
+  for (size_t length : lengths)
+    if (lengths.size() != batch || length == 0 || length > seq) throw std::logic_error("decoder_forward: bad lengths");
   Trace t(hooks);
   t.record("input_ids", ids_tensor(ids, batch, seq), PrintDtype::int64);
   Tensor x = embed(m, ids, batch, seq);
@@ -712,7 +714,7 @@ Trace decoder_forward(const DecoderModel& m, const std::vector<int64_t>& ids, si
   t.stage("model.norm", final);
   Tensor logits = logits_of(m, final);
   t.stage("logits", logits);
-  t.record("next_token_probs", next_token_probs(logits, std::vector<size_t>(batch, seq)));
+  t.record("next_token_probs", next_token_probs(logits, lengths.empty() ? std::vector<size_t>(batch, seq) : lengths));
   if (hooks) hooks->check_reached(t);
   return t;
 }

@@ -113,9 +113,12 @@ DecoderConfig local_rotary_config(const DecoderConfig& config);
 // InputError for no tokens, an id outside the vocabulary or more positions than max_position_embeddings.
 // With `cache` (generation, as gpt2_forward's), the ids come after the positions it holds: their keys
 // (rotated) and values join it, one entry per key/value head, and the attention stages are
-// [B, n, S, past + S]; an empty cache starts one.
+// [B, n, S, past + S]; an empty cache starts one. `lengths`: each row's real tokens, padding after
+// them (which no real token attends to: the mask is causal); next_token_probs reads each row's last
+// real position. Empty: every row is seq long.
 Trace decoder_forward(const DecoderModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
-                      const Hooks* hooks = nullptr, KeyValueCache* cache = nullptr);
+                      const Hooks* hooks = nullptr, KeyValueCache* cache = nullptr,
+                      const std::vector<size_t>& lengths = {});
 // Every tensor under Hugging Face's name, as {Llama,…}ForCausalLM.state_dict() gives it (a tied lm_head
 // left out, as save_pretrained leaves it).
 std::vector<NamedTensor> decoder_state_dict(const DecoderModel& model);

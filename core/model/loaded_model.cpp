@@ -115,7 +115,7 @@ ModelInput LoadedModel::from_ids(const std::vector<std::vector<int64_t>>& rows) 
 Trace LoadedModel::forward(const ModelInput& in, const Hooks* hooks, const LayerStart* start) const {
   if (decoder) {
     if (start) throw InputError("a Llama-family decoder's run cannot resume at a layer");
-    return decoder_forward(*decoder, in.ids, in.batch, in.seq, hooks);
+    return decoder_forward(*decoder, in.ids, in.batch, in.seq, hooks, nullptr, in.lengths);
   }
   if (classifier) return classify(*classifier, in.ids, in.batch, in.seq, mask, nullptr, hooks, start);
   const PretrainedInput p{in.ids, in.type_ids, in.lengths, in.batch, in.seq};
