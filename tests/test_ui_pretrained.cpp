@@ -2,9 +2,11 @@
 // one by one become a loaded model, computed with its own tokenizer and mask as PyTorch computes it;
 // its layers' stages are named the model's way, and GPT-2 lists its next tokens.
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "core/base/error.hpp"
+#include "core/model/decoder.hpp"
 #include "tests/fixtures.hpp"
 #include "ui/model_files.hpp"
 #include "ui/patching.hpp"
@@ -52,7 +54,7 @@ TEST_CASE("ui runs a BERT folder with its tokenizer as PyTorch computes it", "[u
     CHECK(test::compare(r.trace.at(stage.at("name").get<std::string>()), stage, 1e-5, 1e-5).failures == 0);
   }
   CHECK(weights_stage_name(r, 1) == "encoder.layer.1.attention.self.attention_probs");
-  CHECK(r.pe_learned);
+  CHECK(r.positions == Computed::Positions::learned);
   // The padding mask: every query may attend to the real tokens only.
   const size_t real = f.at("attention_mask")[1].size() - 4;
   CHECK(r.mask(1, 0, real - 1) == 1.0f);
@@ -186,4 +188,131 @@ TEST_CASE("ui activation patching on a GPT-2 checkpoint measures the answer's lo
   CHECK(doc["runs"] == 2 * 4 + 2 * 10 + 2 + 2);
   c.patching.answer = "hello world";  // two tokens
   CHECK_THAT(sweep.start(c, *p.result()), Catch::Contains("--answer 'hello world' is 5 tokens"));
+}
+
+namespace {
+
+// A Llama-family fixture's folder with llama_tiny's tokenizer.json beside it (the others have none; every
+// fixture's vocabulary has 64 tokens), in a temporary folder.
+std::string with_tokenizer(const std::string& name) {
+  const std::filesystem::path to = std::filesystem::temp_directory_path() / ("attnlab-ui-" + name);
+  std::filesystem::remove_all(to);
+  std::filesystem::copy(dir + name, to);
+  std::filesystem::copy_file(dir + "llama_tiny/tokenizer.json", to / "tokenizer.json");
+  return to.string();
+}
+
+}  // namespace
+
+TEST_CASE("ui runs a Llama-family folder with its tokenizer.json, rotary angles and next tokens", "[ui]") {
+  const ModelFiles files = sort_model_files({dir + "llama_tiny"});
+  REQUIRE(files.pretrained);
+  const PlaygroundConfig c = loaded_config(files, {"the cat sat on the mat", "a dog ran"});
+  REQUIRE(c.loaded->decoder);
+  CHECK(c.loaded->name == "LlamaForCausalLM: config.json + model.safetensors + tokenizer.json");
+  CHECK(c.num_layers == 2);
+  CHECK(c.num_heads == 4);
+  CHECK(c.d_model == 32);
+  CHECK(c.norm_first);
+  Playground p(c);
+  p.update();
+  REQUIRE(p.error().empty());
+  const Computed& r = *p.result();
+  // The tokenizer.json's ids, the shorter sentence padded after its tokens.
+  const auto ids = c.loaded->decoder_tokenizer->encode("a dog ran").ids;
+  REQUIRE(r.lengths[1] == ids.size());
+  CHECK(std::vector<int64_t>(r.ids.begin() + long(r.pretrained_input.seq), r.ids.begin() + long(r.pretrained_input.seq + ids.size())) == ids);
+  // The engine's forward on the same ids, stage for stage.
+  const Trace expected = decoder_forward(*c.loaded->decoder, r.ids, 2, r.pretrained_input.seq, nullptr, nullptr, r.lengths);
+  CHECK(r.trace.stages().size() == expected.stages().size());
+  CHECK(r.trace.at("logits") == expected.at("logits"));
+  CHECK(weights_stage_name(r, 1) == "model.layers.1.self_attn.attn_weights");
+  CHECK(r.positions == Computed::Positions::rotary);
+  CHECK(r.pe_table.shape() == Shape{r.pretrained_input.seq, 8});
+  CHECK(r.pe_table(3, 0) == expected.at("model.rotary_emb.angles")(0, 3, 0));
+  CHECK(r.mask(1, 1, 2) == 0.0f);
+  CHECK(r.mask(1, 2, 1) == 1.0f);
+  REQUIRE(r.lengths[1] < r.pretrained_input.seq);
+  CHECK(r.mask(1, r.lengths[1], r.lengths[1]) == 0.0f);  // padding
+  CHECK(r.header["family"] == "llama");
+  CHECK(r.tokens[0][1] == "\u00b7the");  // ▁the: the font has no ▁
+  CHECK(c.loaded->token(r.ids[1]) == "\u00b7the");
+  CHECK(std::string(stage_formula("model.layers.0.self_attn.queries_rotated")).find("rotate_half") != std::string::npos);
+  CHECK(std::string(stage_formula("model.layers.0")) == "the layer's output");
+  // Next tokens after the second sentence's last real token.
+  REQUIRE(c.loaded->causal_lm());
+  const attn::LoadedModel m = c.loaded->engine();
+  const auto next = next_tokens(r.trace, r.pretrained_input, 1, 3, 1.0, [&m](int64_t id) { return m.token(id); });
+  REQUIRE(next.size() == 3);
+  CHECK(std::abs(next[0].probability - r.trace.at("next_token_probs")(1, size_t(next[0].id))) < 1e-6);
+}
+
+TEST_CASE("ui shows a decoder's weights without its mask: the same scores, capped, over every key", "[ui]") {
+  // Gemma 2's capped scores, grouped heads and a sliding window of 3 on its even layers.
+  PlaygroundConfig c = loaded_config(sort_model_files({with_tokenizer("gemma2_cap")}), {"the cat sat on the mat and the dog"});
+  Playground p(c);
+  p.update();
+  REQUIRE(p.error().empty());
+  const Computed& r = *p.result();
+  for (size_t layer = 0; layer < 2; ++layer) {
+    const Tensor unmasked = unmasked_weights(r, layer);
+    const Tensor& masked = r.trace.at(weights_stage_name(r, layer));
+    REQUIRE(unmasked.shape() == masked.shape());
+    const size_t H = masked.shape(1), S = masked.shape(2);
+    float worst = 0, future = 0;
+    for (size_t h = 0; h < H; ++h)
+      for (size_t q = 0; q < S; ++q) {
+        double visible = 0;  // masked = unmasked renormalised over the keys the query sees
+        for (size_t k = 0; k < S; ++k) visible += masked(0, h, q, k) > 0 ? unmasked(0, h, q, k) : 0.0;
+        for (size_t k = 0; k < S; ++k) {
+          if (masked(0, h, q, k) > 0) worst = std::max(worst, std::abs(masked(0, h, q, k) - float(unmasked(0, h, q, k) / visible)));
+          if (k > q) future = std::max(future, unmasked(0, h, q, k));
+        }
+      }
+    INFO("layer " << layer);
+    CHECK(worst < 1e-5f);
+    CHECK(future > 0.0f);
+  }
+  // The window: layer 0 hides keys 3 or more back, which its unmasked weights see.
+  CHECK(r.trace.at(weights_stage_name(r, 0))(0, 0, 5, 1) == 0.0f);
+  CHECK(unmasked_weights(r, 0)(0, 0, 5, 1) > 0.0f);
+}
+
+TEST_CASE("ui ablates and patches a Llama-family decoder as the engine does", "[ui][interventions]") {
+  PlaygroundConfig c = loaded_config(sort_model_files({with_tokenizer("llama3_gqa")}), {"the cat sat on the mat", "the dog sat on the mat"});
+  Playground clean(c);
+  clean.update();
+  REQUIRE(clean.error().empty());
+  c.ablation = {{{1, 2}}, {0}, AblationKind::zero};
+  Playground p(c);
+  p.update();
+  REQUIRE(p.error().empty());
+  const Computed& r = *p.result();
+  const Hooks hooks = ablation_hooks(r.stages, c.ablation, &clean.result()->trace, r.lengths);
+  const Trace expected = decoder_forward(*c.loaded->decoder, r.ids, 2, r.pretrained_input.seq, &hooks, nullptr, r.lengths);
+  CHECK(r.trace.at("next_token_probs") == expected.at("next_token_probs"));
+  CHECK(r.clean_output == clean.result()->trace.at("next_token_probs"));
+  CHECK(r.trace.at("logits") != clean.result()->trace.at("logits"));
+
+  c.ablation = {};
+  c.patching.answer = "mat";  // one token, ▁mat (the tokenizer prepends ▁)
+  c.patching.wrong = "cat";
+  Playground q(c);
+  q.update();
+  PatchingSweep sweep;
+  const std::string refused = sweep.start(q.config(), *q.result());
+  INFO(refused);
+  REQUIRE(refused.empty());
+  while (sweep.running()) sweep.pump(1);
+  const Json doc = sweep.json();
+  CHECK(doc["patches"]["heads"]["recovery"].size() == 2);
+  CHECK(doc["patches"]["heads"]["recovery"][0].size() == 4);  // query heads
+}
+
+TEST_CASE("ui says a decoder folder without tokenizer.json cannot take sentences", "[ui]") {
+  const PlaygroundConfig c = loaded_config(sort_model_files({dir + "llama3_gqa"}), {"the cat"});
+  Playground p(c);
+  p.update();
+  CHECK_THAT(p.error(), Catch::Contains("no tokenizer.json"));
+  CHECK_FALSE(p.result());
 }

@@ -495,7 +495,7 @@ void App::draw_controls() {
     }
   }
   ImGui::PushItemWidth(140);
-  const bool checkpoint = draft_.model == ModelKind::loaded && draft_.loaded && draft_.loaded->pretrained;
+  const bool checkpoint = draft_.model == ModelKind::loaded && draft_.loaded && draft_.loaded->checkpoint();
   uint64_t seed = draft_.seed;
   if (!checkpoint && ImGui::InputScalar(tr(Str::seed), ImGuiDataType_U64, &seed)) {
     draft_.seed = seed;
@@ -588,6 +588,7 @@ void App::draw_loaded_model() {
   }
   ImGui::TextWrapped("%s", draft_.loaded->name.c_str());
   if (draft_.loaded->pretrained) return draw_checkpoint(*draft_.loaded->pretrained);
+  if (draft_.loaded->decoder) return draw_decoder(*draft_.loaded->decoder);
   const TransformerConfig& t = draft_.loaded->model.config;
   ImGui::PushStyleColor(ImGuiCol_Text, dim_color);
   ImGui::TextWrapped(tr(Str::loaded_summary), t.d_model, t.num_heads,
@@ -610,10 +611,23 @@ void App::draw_checkpoint(const Pretrained& p) {
   if (!bert) draw_next_tokens();
 }
 
-// GPT-2's next-token distribution after each sentence (as Transformer Explainer shows it).
+void App::draw_decoder(const DecoderModel& d) {
+  const DecoderConfig& c = d.config;
+  ImGui::PushStyleColor(ImGuiCol_Text, dim_color);
+  ImGui::TextWrapped(tr(Str::decoder_summary), c.architecture.c_str(), c.hidden_size, c.num_heads, c.num_kv_heads,
+                     c.num_layers, c.intermediate_size, c.max_positions, c.vocab_size);
+  const size_t sliding = size_t(std::count(c.sliding_layers.begin(), c.sliding_layers.end(), true));
+  if (c.sliding_window && sliding) ImGui::TextWrapped(tr(Str::decoder_window), c.sliding_window, sliding);
+  else ImGui::TextUnformatted(tr(Str::decoder_causal));
+  if (!d.ignored.empty()) ImGui::TextWrapped(tr(Str::ignored_tensors), d.ignored.size());
+  ImGui::PopStyleColor();
+  draw_next_tokens();
+}
+
+// A causal model's next-token distribution after each sentence (as Transformer Explainer shows GPT-2's).
 void App::draw_next_tokens() {
   const Computed* r = playground_.result();
-  if (!r || !draft_.loaded || !draft_.loaded->pretrained || r->pretrained_input.batch == 0) return;
+  if (!r || !draft_.loaded || !draft_.loaded->causal_lm() || r->pretrained_input.batch == 0) return;
   ImGui::SliderInt(tr(Str::top_k), &top_k_, 1, 20);
   ImGui::SliderFloat(tr(Str::temperature), &temperature_, 0.05f, 3.0f, "%.2f");
   const ViewKey key{playground_.result_generation(), nullptr, size_t(batch_), size_t(top_k_)};
@@ -621,8 +635,9 @@ void App::draw_next_tokens() {
     next_key_ = key;
     next_temperature_ = temperature_;
     const size_t row = std::min(size_t(batch_), r->pretrained_input.batch - 1);
-    next_tokens_ = next_tokens(*draft_.loaded->pretrained, r->trace, r->pretrained_input, row, size_t(top_k_),
-                               double(temperature_));
+    const LoadedModel& m = *draft_.loaded;
+    next_tokens_ = next_tokens(r->trace, r->pretrained_input, row, size_t(top_k_), double(temperature_),
+                               [&m](int64_t id) { return m.token(id); });
     ++next_tokens_version_;  // their labels may need glyphs
   }
   ImGui::Text(tr(Str::next_token_after), batch_ + 1);
@@ -810,8 +825,10 @@ void App::draw_masks_view(float width) {
   const size_t head = shape.size() == 4 ? size_t(head_) : 0;
   const auto& loaded = playground_.config().loaded;
   const char* mask_name = mask_names[int(playground_.config().mask)];
-  if (playground_.config().model == ModelKind::loaded && loaded && loaded->pretrained)
-    mask_name = loaded->pretrained->model.config.family == ModelFamily::bert ? "padding" : "causal";
+  if (playground_.config().model == ModelKind::loaded && loaded && loaded->checkpoint()) {
+    const bool sliding = loaded->decoder && loaded->decoder->config.sliding_window;
+    mask_name = !loaded->causal_lm() ? "padding" : tr(sliding ? Str::mask_sliding : Str::mask_causal);
+  }
   ImGui::TextWrapped(tr(Str::mask_caption), mask_name);
   const uint64_t generation = playground_.result_generation();
   refresh(mask_, {generation, &r->mask, size_t(batch_), 0}, r->mask, ColorMap::sequential, true);
@@ -896,7 +913,8 @@ void App::draw_pe_view(float width) {
   const Computed* r = playground_.result();
   if (!r) return;
   // Formatted each frame, in the language shown (a language switch recomputes nothing).
-  ImGui::TextWrapped(tr(r->pe_learned ? Str::pe_learned : Str::pe_sinusoidal), pe_shape_.c_str(),
+  static const Str captions[] = {Str::pe_sinusoidal, Str::pe_learned, Str::pe_rotary};
+  ImGui::TextWrapped(tr(captions[int(r->positions)]), pe_shape_.c_str(),
                      r->tokens.empty() ? size_t(0) : r->tokens[0].size());
   refresh(pe_, {playground_.result_generation(), &r->pe_table, 0, 0}, r->pe_table, ColorMap::diverging);
   draw_heatmap(pe_, &batch_labels_, &dim_labels_, width, height_above_buttons(), "pe");

@@ -175,6 +175,7 @@ class App {
   void draw_sizes();
   void draw_loaded_model();
   void draw_checkpoint(const Pretrained& checkpoint);
+  void draw_decoder(const DecoderModel& decoder);
   void draw_next_tokens();
   void draw_model_files();
   void draw_loading();

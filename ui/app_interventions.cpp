@@ -49,11 +49,11 @@ std::vector<std::string> class_effect(const Tensor& clean, const Tensor& ablated
   return lines;
 }
 
-// GPT-2's five likeliest next tokens after item `b` of the ablated run, each with its clean probability
-// (`clean`: the clean run's next_token_probs [B, V]).
-std::vector<std::string> token_effect(const Pretrained& p, const Computed& r, const Tensor& clean, size_t b) {
+// A causal model's five likeliest next tokens after item `b` of the ablated run, each with its clean
+// probability (`clean`: the clean run's next_token_probs [B, V]).
+std::vector<std::string> token_effect(const LoadedModel& m, const Computed& r, const Tensor& clean, size_t b) {
   std::vector<std::string> lines = {format(Str::effect_next_after, b + 1)};
-  for (const NextToken& t : next_tokens(p, r.trace, r.pretrained_input, b, 5, 1.0))
+  for (const NextToken& t : next_tokens(r.trace, r.pretrained_input, b, 5, 1.0, [&m](int64_t id) { return m.token(id); }))
     lines.push_back(format(Str::effect_token, 100.0 * t.probability, 100.0 * clean.data()[b * clean.shape(1) + size_t(t.id)],
                            t.token.c_str()));
   return lines;
@@ -169,14 +169,14 @@ void App::refresh_interventions_cache(const Computed& r) {
   if (!a.mlps.empty()) ablated_text_ += (ablated_text_.empty() ? "MLP " : ", MLP ") + layer_list_text(a.mlps);
   effect_lines_.clear();
   const auto& loaded = playground_.config().loaded;
-  const Pretrained* checkpoint = loaded && loaded->pretrained && r.pretrained_input.batch ? &*loaded->pretrained : nullptr;
-  if (checkpoint && checkpoint->model.config.family == ModelFamily::bert) {
+  const bool checkpoint = loaded && loaded->checkpoint() && r.pretrained_input.batch;
+  if (checkpoint && !loaded->causal_lm()) {  // BERT
     effect_lines_ = {tr(Str::effect_no_head)};
   } else if (r.clean_output.dimension() == 3) {  // the first tutorial's attention output
     const size_t b = std::min(size_t(batch_), r.clean_output.shape(0) - 1);
     effect_lines_ = {format(Str::effect_tutorial, b + 1, largest_change(r.clean_output, r.trace.at("attention_output"), b))};
   } else if (r.clean_output.dimension() == 2) {
-    effect_lines_ = checkpoint ? token_effect(*checkpoint, r, r.clean_output, std::min(size_t(batch_), r.tokens.size() - 1))
+    effect_lines_ = checkpoint ? token_effect(*loaded, r, r.clean_output, std::min(size_t(batch_), r.tokens.size() - 1))
                                : class_effect(r.clean_output, r.trace.at("logits"));
   }
   layer_labels_.clear();
@@ -265,15 +265,14 @@ void App::draw_patching_inputs(const Computed&) {
     patch_text_generation_ = playground_.config_generation();
   }
   const auto& loaded = playground_.config().loaded;
-  const bool gpt2 = playground_.config().model == ModelKind::loaded && loaded && loaded->pretrained &&
-                    loaded->pretrained->model.config.family == ModelFamily::gpt2;
+  const bool causal = playground_.config().model == ModelKind::loaded && loaded && loaded->causal_lm();
   const Str labels[] = {Str::patch_clean, Str::patch_corrupted, Str::patch_answer, Str::patch_wrong, Str::patch_label};
   std::string* fields[] = {&draft_.patching.clean, &draft_.patching.corrupted, &draft_.patching.answer,
                            &draft_.patching.wrong, &draft_.patching.label};
   bool changed = false;
   char hint[64];
   for (size_t i = 0; i < 5; ++i) {
-    if (i >= 2 && (i < 4) != gpt2) continue;  // GPT-2: answer and wrong; a classifier: its label
+    if (i >= 2 && (i < 4) != causal) continue;  // GPT-2, a decoder: answer and wrong; a classifier: its label
     std::snprintf(hint, sizeof hint, tr(Str::patch_sentence_hint), int(i) + 1);
     ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x * 0.6f);
     if (ImGui::InputTextWithHint(tr(labels[i]), i < 2 ? hint : "", patch_text_[i], sizeof patch_text_[i])) {

@@ -602,7 +602,7 @@ void App::show_trained_model(Tab tab) {
   c.model = ModelKind::loaded;
   c.sentences.clear();
   if (auto lm = training_.language_model_copy()) {
-    loaded->pretrained = std::move(*lm);
+    loaded->pretrained = std::make_shared<const Pretrained>(std::move(*lm));
     for (const ReplayItem& item : training_.replay()) c.sentences.push_back(item.text);
     std::snprintf(generate_prompt_, sizeof generate_prompt_, "%s", training_.sample_prompt().c_str());
   } else {

@@ -84,6 +84,25 @@ std::string joined_names(const ModelFiles& f) {
 
 }  // namespace
 
+bool LoadedModel::causal_lm() const {
+  return decoder || (pretrained && pretrained->model.config.family == ModelFamily::gpt2);
+}
+
+std::string shown_token(std::string label) {
+  for (size_t at = label.find("\u2581"); at != std::string::npos; at = label.find("\u2581", at)) label.replace(at, 3, "\u00b7");
+  return label;
+}
+
+std::string LoadedModel::token(int64_t id) const { return shown_token(engine().token(id)); }
+
+attn::LoadedModel LoadedModel::engine() const {
+  attn::LoadedModel m;
+  m.pretrained = pretrained;
+  m.decoder = decoder;
+  m.decoder_tokenizer = decoder_tokenizer;
+  return m;
+}
+
 // A checkpoint's files: a folder, or files transformers names (config.json with model_type, vocab.txt,
 // merges.txt).
 bool is_checkpoint(const std::vector<std::string>& paths) {
@@ -155,10 +174,14 @@ std::shared_ptr<const LoadedModel> load_model(const ModelFiles& files, const Rea
   if (files.pretrained) {
     auto out = std::make_shared<LoadedModel>();
     const PretrainedFiles& f = *files.pretrained;
-    out->pretrained = load_pretrained_files(f, progress);
+    const attn::LoadedModel m = load_checkpoint(f, progress);
+    out->pretrained = m.pretrained;
+    out->decoder = m.decoder;
+    out->decoder_tokenizer = m.decoder_tokenizer;
     // The files' names: in the browser their folder is a temporary one the user never chose.
-    out->name = out->pretrained->model.config.architecture + ": " + file_name(f.config) + " + " + file_name(f.weights);
-    for (const std::string* p : {&f.vocab, &f.merges})
+    out->name = (m.decoder ? m.decoder->config.architecture : m.pretrained->model.config.architecture) + ": " +
+                file_name(f.config) + " + " + file_name(f.weights);
+    for (const std::string* p : {&f.vocab, &f.merges, &f.tokenizer_json})
       if (!p->empty()) out->name += " + " + file_name(*p);
     return out;
   }

@@ -1,6 +1,7 @@
 // A model loaded from files into the playground: safetensors weights, its config JSON and vocabulary,
 // the files `attn encode --weights/--config/--vocab` reads; or a Hugging Face BERT / GPT-2 checkpoint's
-// files (core/model/pretrained_files.hpp). Both shells hand paths here (the browser writes the chosen files
+// files (core/model/pretrained_files.hpp), or a Llama-family decoder's (config.json, model.safetensors or its
+// shards' index, tokenizer.json; core/model/loaded_model.hpp). Both shells hand paths here (the browser writes the chosen files
 // into Emscripten's MEMFS first). No ImGui; tests/test_ui.cpp tests it.
 #pragma once
 #include <atomic>
@@ -11,8 +12,11 @@
 #include <thread>
 #include <vector>
 
+#include "core/model/decoder.hpp"
+#include "core/model/loaded_model.hpp"
 #include "core/model/pretrained_files.hpp"
 #include "core/text/tokenizer.hpp"
+#include "core/text/tokenizer_json.hpp"
 #include "core/model/transformer.hpp"
 
 namespace attn::ui {
@@ -28,8 +32,19 @@ struct LoadedModel {
   std::string name;  // the files' names, for the UI
   TransformerModel model;
   std::optional<Vocab> vocab;
-  std::optional<Pretrained> pretrained;  // a BERT or GPT-2 checkpoint instead of the classifier
+  std::shared_ptr<const Pretrained> pretrained;  // a BERT or GPT-2 checkpoint instead of the classifier
+  std::shared_ptr<const DecoderModel> decoder;   // or a Llama-family decoder's (core/model/decoder.hpp)
+  std::shared_ptr<const JsonTokenizer> decoder_tokenizer;  // its tokenizer.json; null when the folder has none
+  bool checkpoint() const { return pretrained || decoder; }
+  bool causal_lm() const;  // GPT-2 or a decoder: next tokens, generation
+  std::string token(int64_t id) const;  // a checkpoint's token as shown (shown_token)
+  // The engine's view of a checkpoint (core/model/loaded_model.hpp), sharing its parts.
+  attn::LoadedModel engine() const;
 };
+
+// A token label as the playground shows it: SentencePiece's space mark ▁ as ·, as GPT-2's space is shown
+// (the UI's font has no ▁).
+std::string shown_token(std::string label);
 
 // Sorts chosen files into their roles: *.safetensors are weights; a JSON object whose keys are all
 // config keys is the config, anything else the vocabulary (a name containing "config" or "vocab"

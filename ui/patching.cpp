@@ -11,14 +11,11 @@ namespace {
 
 // The engine's view of the playground's model, sharing it (no copy).
 attn::LoadedModel model_of(const PlaygroundConfig& c, const Computed& r) {
+  if (c.model == ModelKind::loaded && c.loaded && c.loaded->checkpoint()) return c.loaded->engine();
   attn::LoadedModel m;
-  if (c.model == ModelKind::loaded && c.loaded && c.loaded->pretrained) {
-    m.pretrained = std::shared_ptr<const Pretrained>(c.loaded, &*c.loaded->pretrained);
-  } else {
-    m.classifier = r.model;
-    m.mask = c.mask;
-    m.vocab = r.vocab;
-  }
+  m.classifier = r.model;
+  m.mask = c.mask;
+  m.vocab = r.vocab;
   return m;
 }
 
@@ -47,7 +44,8 @@ std::string PatchingSweep::start(const PlaygroundConfig& c, const Computed& r) {
     ModelInput clean = model_.tokenize({sentence(p.clean, 0)});
     ModelInput corrupted = model_.tokenize({sentence(p.corrupted, 1)});
     metric_ = patch_metric(model_, clean, {p.answer, "", p.wrong, "", model_.classifier ? p.label : ""});
-    clean_tokens_ = clean.tokens[0];
+    clean_tokens_.clear();
+    for (const std::string& t : clean.tokens[0]) clean_tokens_.push_back(shown_token(t));
     clean_ids_ = clean.ids;
     corrupted_ids_ = corrupted.ids;
     run_ = std::make_unique<PatchingRun>(model_, std::move(clean), std::move(corrupted), metric_.function,

@@ -71,6 +71,19 @@ void attach_model(PlaygroundConfig& c, std::shared_ptr<const LoadedModel> model)
     c.train = false;
     return;
   }
+  if (const auto& d = c.loaded->decoder) {
+    const DecoderConfig& t = d->config;
+    c.d_model = t.hidden_size;
+    c.max_len = t.max_positions;
+    c.num_heads = t.num_heads;
+    c.num_layers = t.num_layers;
+    c.d_ff = t.intermediate_size;
+    c.num_classes = 0;
+    c.dropout = 0;
+    c.norm_first = true;
+    c.train = false;
+    return;
+  }
   const TransformerConfig& t = c.loaded->model.config;
   c.d_model = t.d_model;
   c.max_len = t.max_len;
@@ -600,7 +613,7 @@ void compute_pretrained(const Pretrained& p, const PlaygroundConfig& c, Computed
   out.num_layers = t.num_layers;
   out.layer_names = layer_names_of(t.family);
   out.pe_table = p.model.position_embeddings;
-  out.pe_learned = true;
+  out.positions = Computed::Positions::learned;
   out.parameter_count = parameter_count(p.model);
   out.header = {{"family", family_name(t.family)}, {"architecture", t.architecture},
                 {"parameter_count", out.parameter_count}, {"ignored", p.model.ignored}, {"tokens", batch.tokens}};
@@ -608,6 +621,44 @@ void compute_pretrained(const Pretrained& p, const PlaygroundConfig& c, Computed
   out.ids = batch.input.ids;
   out.lengths = batch.input.lengths;
   out.pretrained_input = std::move(batch.input);
+}
+
+// A Llama-family decoder on the sentences: its tokenizer.json, the causal mask (a window on sliding layers
+// is in their scores), rotary angles in place of a positional table.
+void compute_decoder(const LoadedModel& loaded, const PlaygroundConfig& c, Computed& out) {
+  if (!loaded.decoder_tokenizer) throw InputError(tr(Str::decoder_no_tokenizer));
+  const attn::LoadedModel m = loaded.engine();
+  ModelInput in = m.tokenize(c.sentences);
+  const DecoderConfig& t = loaded.decoder->config;
+  const size_t B = in.batch, S = in.seq;
+  if (S > t.max_positions)
+    throw InputError("a sentence has " + std::to_string(S) + " tokens, more than the model's " +
+                     std::to_string(t.max_positions) + " positions");
+  if (const double floats = decoder_trace_floats(t, B, S); floats > max_trace_floats) too_big(floats);
+  out.stages = m.stages();
+  out.trace = ablated_trace(c.ablation, out.stages, in.lengths, [&](const Hooks* hooks) { return m.forward(in, hooks); },
+                            "next_token_probs", &out.clean_output);
+  out.mask = Tensor::from_shape({B, S, S});
+  for (size_t b = 0; b < B; ++b)
+    for (size_t q = 0; q < S; ++q)
+      for (size_t k = 0; k < S; ++k) out.mask(b, q, k) = k < in.lengths[b] && k <= q ? 1.0f : 0.0f;
+  out.num_layers = t.num_layers;
+  out.layer_names = {"model.layers.", "self_attn.queries_rotated", "self_attn.keys_rotated", "self_attn.attn_weights"};
+  const Tensor& angles = out.trace.at("model.rotary_emb.angles");  // [1, S, d]
+  out.pe_table = reshaped(angles, {angles.shape(1), angles.shape(2)});
+  out.positions = Computed::Positions::rotary;
+  size_t parameters = 0;
+  for_each_tensor(*loaded.decoder, [&](const Tensor& w) { parameters += w.size(); });
+  out.parameter_count = parameters;
+  out.header = {{"family", t.model_type}, {"architecture", t.architecture}, {"parameter_count", parameters},
+                {"ignored", loaded.decoder->ignored}, {"tokens", in.tokens}};
+  out.decoder = loaded.decoder;
+  for (auto& row : in.tokens)
+    for (std::string& token : row) token = shown_token(std::move(token));
+  out.tokens = std::move(in.tokens);
+  out.ids = in.ids;
+  out.lengths = in.lengths;
+  out.pretrained_input = {std::move(in.ids), {}, std::move(in.lengths), B, S};
 }
 
 // [B, H, S, d] → [B·H, S, d] (the same values, a new shape).
@@ -639,6 +690,10 @@ std::unique_ptr<Computed> compute(const PlaygroundConfig& c, const Computed* pre
     compute_tutorial(c, previous, *out);
     if (path.backend)
       out->path_note = {Str::path_first_tutorial, path.backend->name()};
+  } else if (c.model == ModelKind::loaded && c.loaded->decoder) {
+    compute_decoder(*c.loaded, c, *out);
+    if (path.backend)
+      out->path_note = {Str::path_checkpoint, path.backend->name()};
   } else if (c.model == ModelKind::loaded && c.loaded->pretrained) {
     compute_pretrained(*c.loaded->pretrained, c, *out);
     if (path.backend)
@@ -672,6 +727,7 @@ Tensor unmasked_weights(const Computed& r, size_t layer) {
     return scaled_dot_product_attention(r.trace.at("query"), r.trace.at("key"), r.trace.at("value")).attention_weights;
   if (layer >= r.num_layers)
     throw InputError("layer " + std::to_string(layer) + " does not exist (" + std::to_string(r.num_layers) + " layers)");
+  if (r.decoder) return decoder_unmasked_weights(r.decoder->config, r.trace, layer);
   const std::string p = r.layer_names.prefix + std::to_string(layer) + ".";
   const Tensor& q = r.trace.at(p + r.layer_names.query);
   const Tensor k = fold_heads(r.trace.at(p + r.layer_names.key));
@@ -927,8 +983,38 @@ const char* stage_formula(const std::string& n) {
       {"pooled", "mean over positions", "위치에 걸친 평균"},
       {"logits", "fc(pooled); GPT-2: ln_f wte^T"},
   };
+  // The Llama family's stages (docs/decoders.md), all under model.: their suffixes would match the rules above.
+  static const Rule decoder_rules[] = {
+      {"embed_tokens", "embed_tokens[ids]   (Gemma: x sqrt(hidden_size))"},
+      {"angles", "position x inv_freq: each pair's rotation angle", "위치 x inv_freq: 각 쌍의 회전 각도"},
+      {".cos", "cos(angles) x attention_scaling", "cos(각도) x attention_scaling"},
+      {".sin", "sin(angles) x attention_scaling", "sin(각도) x attention_scaling"},
+      {"layernorm", "RMSNorm: x / sqrt(mean(x^2) + eps) * w   (Gemma: (1 + w); NeoX: LayerNorm)"},
+      {"q_proj", "x W_Q^T (+ b), split into query heads", "x W_Q^T (+ b), 쿼리 헤드로 나눔"},
+      {"k_proj", "x W_K^T (+ b), split into key/value heads", "x W_K^T (+ b), 키/값 헤드로 나눔"},
+      {"v_proj", "x W_V^T (+ b), split into key/value heads", "x W_V^T (+ b), 키/값 헤드로 나눔"},
+      {"_norm", "RMSNorm over each head's values", "헤드마다 RMSNorm"},
+      {"_rotated", "x cos + rotate_half(x) sin   (rotary positions)", "x cos + rotate_half(x) sin   (회전 위치)"},
+      {"scores", "Q repeat_kv(K)^T / sqrt(d) (Gemma: capped), the future = finfo.min",
+       "Q repeat_kv(K)^T / sqrt(d) (Gemma: 제한), 미래 = finfo.min"},
+      {"attn_weights", "softmax(scores, dim=-1)   rows = queries, cols = keys", "softmax(scores, dim=-1)   행 = 쿼리, 열 = 키"},
+      {"merged", "weights repeat_kv(V), heads merged", "weights repeat_kv(V), 헤드를 합침"},
+      {"o_proj", "merged W_O^T"},
+      {"residual", "x + attention", "x + 어텐션"},
+      {"gate_proj", "x W_gate^T"},
+      {"up_proj", "x W_up^T"},
+      {"mlp.act", "act(gate)   (silu; Gemma: gelu tanh)", "act(gate)   (silu; Gemma: gelu tanh)"},
+      {"down_proj", "(act * up) W_down^T"},
+      {"model.norm", "final RMSNorm", "마지막 RMSNorm"},
+  };
+  const auto pick = [](const Rule& r) { return r.korean && language() == Lang::ko ? r.korean : r.formula; };
+  if (n.rfind("model.", 0) == 0) {
+    if (layer_of_stage(n) && layer_of_stage(n)->rest.empty()) return pick({"", "the layer's output", "층의 출력"});
+    for (const Rule& r : decoder_rules)
+      if (ends_with(n, r.suffix)) return pick(r);
+  }
   for (const Rule& r : rules)
-    if (ends_with(n, r.suffix)) return r.korean && language() == Lang::ko ? r.korean : r.formula;
+    if (ends_with(n, r.suffix)) return pick(r);
   return "";
 }
 

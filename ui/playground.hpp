@@ -12,6 +12,7 @@
 
 #include "core/backend/backend.hpp"
 #include "core/base/json.hpp"
+#include "core/model/decoder.hpp"
 #include "core/model/head_detectors.hpp"
 #include "core/model/interventions.hpp"
 #include "core/model/pretrained.hpp"
@@ -122,7 +123,9 @@ struct Computed {
   Tensor mask;                                   // the attention mask [B, S, S], 1 = may attend
   size_t num_layers = 0;                         // encoder layers (0: the first tutorial's single attention)
   LayerNames layer_names;                        // the layers' stage names
-  bool pe_learned = false;                       // pe_table is a checkpoint's learned position embeddings
+  // pe_table: a sinusoidal table, a checkpoint's learned position embeddings, or a decoder's rotary angles
+  // of the input's positions [S, rotary_dim] (nothing added to its embeddings).
+  enum class Positions { sinusoidal, learned, rotary } positions = Positions::sinusoidal;
   PretrainedInput pretrained_input;              // a checkpoint's input (ids, lengths): next-token lists
   ModelStages stages;                            // how its stages are named (and which family computed them)
   std::vector<int64_t> ids;                      // [B, S] token ids, padded
@@ -136,6 +139,7 @@ struct Computed {
   // are the same (a new mask, train mode or sentences with as many distinct words), with the
   // generator as initialisation left it (train mode's dropout continues from there, as in PyTorch).
   std::shared_ptr<const TransformerModel> model;
+  std::shared_ptr<const DecoderModel> decoder;  // a decoder that computed it (its Masks view recomputes scores)
   bool seeded_model = false;
   TorchGenerator after_init;
   Json header;  // the trace document without its stages (built on demand: json())

@@ -32,10 +32,10 @@ const TourStep steps[tour_length] = {
 
 }  // namespace
 
-// A classifier read from files has the Transformer's stages; a BERT / GPT-2 checkpoint has its own.
+// A classifier read from files has the Transformer's stages; a checkpoint has its own.
 bool tour_model_fits(const PlaygroundConfig& c, int step) {
   if (!tour_step(step).transformer) return c.model == ModelKind::tutorial;
-  return c.model == ModelKind::transformer || (c.model == ModelKind::loaded && c.loaded && !c.loaded->pretrained);
+  return c.model == ModelKind::transformer || (c.model == ModelKind::loaded && c.loaded && !c.loaded->checkpoint());
 }
 
 const TourStep& tour_step(int step) {

@@ -73,7 +73,7 @@
   // Of a checkpoint folder's files: true for those the model is read from, false for a pickle (named only),
   // null for the rest.
   function checkpointFile(name) {
-    if (/^(config\.json|vocab\.txt|vocab\.json|merges\.txt|tokenizer_config\.json)$|\.safetensors$/.test(name)) return true;
+    if (/^(config\.json|vocab\.txt|vocab\.json|merges\.txt|tokenizer_config\.json|tokenizer\.json|model\.safetensors\.index\.json)$|\.safetensors$/.test(name)) return true;
     return /\.(bin|pt|pth)$/.test(name) ? false : null;
   }
   function toBytes(value, role) {
@@ -294,7 +294,8 @@
     // loadModel({weights, config, vocab}): the files of `attn encode --weights/--config/--vocab`, each an
     // ArrayBuffer or typed array, a JSON string or a plain object; weights required. Or an array of
     // {name, bytes}: files sorted by name and content, as the Model files… picker does (a BERT / GPT-2
-    // checkpoint: config.json, model.safetensors, vocab.txt or vocab.json + merges.txt). Switches to the
+    // checkpoint: config.json, model.safetensors, vocab.txt or vocab.json + merges.txt; a Llama-family
+    // decoder's: config.json, model.safetensors or its shards and their index, tokenizer.json). Switches to the
     // model (settings.model 'loaded'); throws with the reason a file is refused; returns stats().
     loadModel(files) {
       if (Array.isArray(files)) {

@@ -575,6 +575,11 @@ Tensor logits_of(const DecoderModel& m, const Tensor& normed) {
   return logits;
 }
 
+// Scores are divided by √scalar where transformers multiplies by scalar^−½ (the last bit differs).
+float score_divisor(const DecoderConfig& c) {
+  return float(std::sqrt(c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : double(c.head_dim)));
+}
+
 // What one layer's attention depends on besides its weights.
 struct LayerAttention {
   const Rotary& rotary;
@@ -601,10 +606,9 @@ Tensor attention(const DecoderModel& m, size_t index, const Tensor& h, const Lay
   const size_t past = pos.past, Sk = k.shape(2), window = a.window;
   const double cap = c.attn_softcap;
   // Gemma's cap comes before the mask; the causal mask (and the window) adds finfo(float32).min to the
-  // keys a query cannot see. ÷ √scalar where transformers multiplies by scalar^−½ (the last bit differs).
-  const double scalar = c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : double(c.head_dim);
+  // keys a query cannot see.
   const HeadAttention heads = attend_heads(
-      q, repeat_kv(k, c.group()), repeat_kv(v, c.group()), float(std::sqrt(scalar)),
+      q, repeat_kv(k, c.group()), repeat_kv(v, c.group()), score_divisor(c),
       [window, past, Sk, cap](float* row, size_t, size_t query) {
         if (cap > 0) soft_cap(row, Sk, cap);
         const size_t at = past + query;  // the query's position
@@ -660,18 +664,25 @@ Tensor layer(const DecoderModel& m, size_t index, const Tensor& x, const LayerAt
   return add(residual, out);
 }
 
+}  // namespace
+
+double decoder_trace_floats(const DecoderConfig& c, size_t batch, size_t seq, size_t past) {
+  // Per layer about a dozen [B, S, H] stages, three [B, S, I], four [B, n, S, d] and two [B, n, S, S].
+  const double tokens = double(batch) * double(seq), heads = double(c.num_heads);
+  const double per_layer = tokens * (12.0 * double(c.hidden_size) + 3.0 * double(c.intermediate_size) +
+                                     heads * (4.0 * double(c.head_dim) + 2.0 * double(past + seq)));
+  return per_layer * double(c.num_layers) + (tokens + double(batch)) * double(c.vocab_size);
+}
+
+namespace {
+
 void check_decoder_input(const DecoderModel& m, const std::vector<int64_t>& ids, size_t batch, size_t seq, size_t past) {
   const DecoderConfig& c = m.config;
   if (batch == 0 || seq == 0 || ids.size() != batch * seq) throw InputError("no tokens to run the model on");
   if (past + seq > c.max_positions)
     throw InputError("a sequence has " + std::to_string(past + seq) + " tokens, more than the model's " +
                      std::to_string(c.max_positions) + " positions (max_position_embeddings)");
-  // Per layer about a dozen [B, S, H] stages, three [B, S, I], four [B, n, S, d] and two [B, n, S, S].
-  const double tokens = double(batch) * double(seq), heads = double(c.num_heads);
-  const double per_layer = tokens * (12.0 * double(c.hidden_size) + 3.0 * double(c.intermediate_size) +
-                                     heads * (4.0 * double(c.head_dim) + 2.0 * double(past + seq)));
-  check_fits_in_memory(4.0 * (per_layer * double(c.num_layers) + (tokens + double(batch)) * double(c.vocab_size)),
-                       "the trace of " + std::to_string(batch) + " sequences of " + std::to_string(seq) + " tokens");
+  check_fits_in_memory(4.0 * decoder_trace_floats(c, batch, seq, past), "the trace of " + std::to_string(batch) + " sequences of " + std::to_string(seq) + " tokens");
 }
 
 // Gemma: the embeddings × √hidden, the factor rounded to the weights' dtype (float32 here) first.
@@ -717,6 +728,19 @@ Trace decoder_forward(const DecoderModel& m, const std::vector<int64_t>& ids, si
   t.record("next_token_probs", next_token_probs(logits, lengths.empty() ? std::vector<size_t>(batch, seq) : lengths));
   if (hooks) hooks->check_reached(t);
   return t;
+}
+
+Tensor decoder_unmasked_weights(const DecoderConfig& c, const Trace& trace, size_t layer) {
+  const std::string p = "model.layers." + std::to_string(layer) + ".self_attn.";
+  const Tensor keys = repeat_kv(trace.at(p + "keys_rotated"), c.group());
+  const double cap = c.attn_softcap;
+  Trace scratch;
+  return attend_heads(trace.at(p + "queries_rotated"), keys, keys, score_divisor(c),  // values do not matter
+                      [cap, Sk = keys.shape(2)](float* row, size_t, size_t) {
+                        if (cap > 0) soft_cap(row, Sk, cap);
+                      },
+                      Recorder{scratch, ""}, "scores", "weights")
+      .weights;
 }
 
 std::vector<NamedTensor> decoder_state_dict(const DecoderModel& m) {

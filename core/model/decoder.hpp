@@ -107,6 +107,9 @@ RotaryFrequencies rotary_frequencies(const DecoderConfig& config);
 // Gemma 3's sliding layers' config: rope_local_base_freq, the default rotation.
 DecoderConfig local_rotary_config(const DecoderConfig& config);
 
+// About how many floats decoder_forward's trace holds for `batch` sequences of `seq` tokens after `past`.
+double decoder_trace_floats(const DecoderConfig& config, size_t batch, size_t seq, size_t past = 0);
+
 // The families' ForCausalLM.forward in evaluation mode on ids [batch, seq] (no padding),
 // recording input_ids, model.embed_tokens, model.rotary_emb{,_local}.{angles,cos,sin}, each layer's
 // model.layers.{i}.… stages (docs/decoders.md), model.norm, logits [B, S, V] and next_token_probs [B, V].
@@ -119,6 +122,10 @@ DecoderConfig local_rotary_config(const DecoderConfig& config);
 Trace decoder_forward(const DecoderModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
                       const Hooks* hooks = nullptr, KeyValueCache* cache = nullptr,
                       const std::vector<size_t>& lengths = {});
+// Layer `layer`'s attention weights [B, n, S, S] as if no key were masked (no causal mask, no window):
+// the softmax of its scaled (Gemma: capped) scores from the trace's queries_rotated and keys_rotated.
+// What the playground's Masks view compares the masked weights with.
+Tensor decoder_unmasked_weights(const DecoderConfig& config, const Trace& trace, size_t layer);
 // Every tensor under Hugging Face's name, as {Llama,…}ForCausalLM.state_dict() gives it (a tied lm_head
 // left out, as save_pretrained leaves it).
 std::vector<NamedTensor> decoder_state_dict(const DecoderModel& model);

@@ -53,12 +53,12 @@ void check_fits(const ModelInput& in, size_t max_positions) {
 }
 
 // A Llama-family decoder when config.json names one (its tokenizer.json too, when there is one).
-bool load_decoder_files(const PretrainedFiles& files, LoadedModel& m) {
+bool load_decoder_files(const PretrainedFiles& files, LoadedModel& m, const ReadProgress& progress) {
   const Json config = read_json_file(files.config, "model config");
   if (!is_decoder_config(config)) return false;
   const auto name = [](const std::string& path) { return std::filesystem::path(path).filename().string(); };
   m.decoder = std::make_shared<const DecoderModel>(
-      read_decoder_weights(decoder_config_from_json(config, name(files.config)), files.weights, name(files.weights)));
+      read_decoder_weights(decoder_config_from_json(config, name(files.config)), files.weights, name(files.weights), progress));
   if (!files.tokenizer_json.empty())
     m.decoder_tokenizer = std::make_shared<const JsonTokenizer>(JsonTokenizer::from_file(files.tokenizer_json));
   return true;
@@ -122,9 +122,10 @@ Trace LoadedModel::forward(const ModelInput& in, const Hooks* hooks, const Layer
   return pretrained_forward(pretrained->model, p, hooks, start);
 }
 
-LoadedModel load_checkpoint(const PretrainedFiles& files) {
+LoadedModel load_checkpoint(const PretrainedFiles& files, const ReadProgress& progress) {
   LoadedModel m;
-  if (!load_decoder_files(files, m)) m.pretrained = std::make_shared<const Pretrained>(load_pretrained_files(files));
+  if (!load_decoder_files(files, m, progress))
+    m.pretrained = std::make_shared<const Pretrained>(load_pretrained_files(files, progress));
   return m;
 }
 

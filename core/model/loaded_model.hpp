@@ -45,8 +45,9 @@ struct LoadedModel {  // shared, not copied: the playground lends its models
   Trace forward(const ModelInput& input, const Hooks* hooks = nullptr, const LayerStart* start = nullptr) const;
 };
 
-// A checkpoint's files: a Llama-family decoder when config.json names one, else BERT or GPT-2.
-LoadedModel load_checkpoint(const PretrainedFiles& files);
+// A checkpoint's files: a Llama-family decoder when config.json names one, else BERT or GPT-2; `progress`
+// follows the reading of the weights.
+LoadedModel load_checkpoint(const PretrainedFiles& files, const ReadProgress& progress = nullptr);
 // A checkpoint when the options name one, else the classifier (seeded or loaded) whose vocabulary is
 // --vocab or, without it, built from `sentences` (or, for ids alone, --vocab-size / the config's).
 // Options the command cannot honour (--train) are refused by the caller.

@@ -175,12 +175,17 @@ std::vector<NextToken> top_next_tokens(const float* logits, size_t V, size_t k, 
   return out;
 }
 
-std::vector<NextToken> next_tokens(const Pretrained& p, const Trace& trace, const PretrainedInput& in, size_t row,
-                                   size_t k, double temperature) {
+std::vector<NextToken> next_tokens(const Trace& trace, const PretrainedInput& in, size_t row, size_t k,
+                                   double temperature, const std::function<std::string(int64_t)>& label) {
   const Tensor& logits = trace.at("logits");
   const size_t V = logits.shape(2);
   const float* last = logits.data() + (row * in.seq + in.lengths.at(row) - 1) * V;
-  return top_next_tokens(last, V, k, temperature, [&p](int64_t id) { return token_label(p, id); });
+  return top_next_tokens(last, V, k, temperature, label);
+}
+
+std::vector<NextToken> next_tokens(const Pretrained& p, const Trace& trace, const PretrainedInput& in, size_t row,
+                                   size_t k, double temperature) {
+  return next_tokens(trace, in, row, k, temperature, [&p](int64_t id) { return token_label(p, id); });
 }
 
 }  // namespace attn

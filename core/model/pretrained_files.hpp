@@ -67,7 +67,11 @@ struct NextToken {
 // named by `label`; InputError for a temperature that is not a positive number.
 std::vector<NextToken> top_next_tokens(const float* logits, size_t V, size_t k, double temperature,
                                        const std::function<std::string(int64_t)>& label);
-// GPT-2's k most likely next tokens after row `row` of a gpt2_forward trace, softmax(logits / temperature).
+// A causal model's k most likely next tokens after row `row` of its trace (logits [B, S, V]) at the row's
+// last real token, softmax(logits / temperature), each named by `label`.
+std::vector<NextToken> next_tokens(const Trace& trace, const PretrainedInput& input, size_t row, size_t k,
+                                   double temperature, const std::function<std::string(int64_t)>& label);
+// GPT-2's, after row `row` of a gpt2_forward trace.
 std::vector<NextToken> next_tokens(const Pretrained& model, const Trace& trace, const PretrainedInput& input,
                                    size_t row, size_t k, double temperature);
 

@@ -985,6 +985,28 @@ function closeToFixture(trace, fx) {
             `${name} from the file input equals PyTorch (${got.trace.stages.length} stages, max |diff| ` +
             `${near.worst.toExponential(2)}) ${got.state.error} ${near.problems.slice(0, 3).join('; ')}`);
     }
+    // A Llama-family folder (config.json, model.safetensors, tokenizer.json) through the same input: its
+    // tokenizer.json's tokens and every stage as the native attn encode --model-dir computes them (which
+    // tests/decoder_check.py checks against PyTorch), the shorter sentence padded after its tokens.
+    const llama = path.join(fixtures, 'pretrained', 'llama_tiny');
+    const gpt2Sentences = await page.evaluate(() => attnlab.state().settings.sentences);
+    await page.setInputFiles('#model-files', fs.readdirSync(llama).map((f) => path.join(llama, f)));
+    await page.waitForFunction(() => (attnlab.state().loaded_model || '').startsWith('LlamaForCausalLM:'), null, { timeout: 10000 });
+    const decoderSentences = ['the cat sat on the mat', 'a dog ran'];
+    const decoded = await page.evaluate((s) => { attnlab.set({ sentences: s }); return { state: attnlab.state(), trace: attnlab.trace() }; },
+                                        decoderSentences);
+    const cliDecoder = cliJson(['encode', '--model-dir', llama, ...decoderSentences.flatMap((t) => ['--sentence', t])]);
+    const nearCli = cliDecoder ? closeToFixture(decoded.trace, cliDecoder) : { problems: [], worst: 0 };
+    check(decoded.state.error === '' && decoded.trace.stages.length === (cliDecoder ? cliDecoder.stages.length : 42) &&
+          nearCli.problems.length === 0 && /tokenizer\.json$/.test(decoded.state.loaded_model),
+          `a Llama folder from the file input: ${decoded.trace.stages.length} stages` +
+          (cliDecoder ? `, attn encode's within ${nearCli.worst.toExponential(2)}` : '') +
+          ` ${decoded.state.error} ${nearCli.problems.slice(0, 3).join('; ')}`);
+    // Back to GPT-2 for the generation checks below.
+    const gpt2Folder = path.join(fixtures, 'pretrained', 'gpt2_tiny');
+    await page.setInputFiles('#model-files', fs.readdirSync(gpt2Folder).map((f) => path.join(gpt2Folder, f)));
+    await page.waitForFunction(() => (attnlab.state().loaded_model || '').startsWith('GPT2LMHeadModel:'), null, { timeout: 10000 });
+    await page.evaluate((s) => attnlab.set({ sentences: s }), gpt2Sentences);
     // attnlab.generate on the loaded GPT-2: attn generate's tokens, text, probabilities and attention.
     const settings = { prompt: 'the cat sat', max_new_tokens: 6, temperature: 0.8, top_k: 5, seed: 3 };
     const generated = await page.evaluate((s) => attnlab.generate(s), settings);
