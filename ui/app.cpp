@@ -689,6 +689,7 @@ void App::start_loading(ModelFiles files) {
 }
 
 std::string App::use_model(LoadResult loaded) {
+  set_language(language_of(playground_.config()));  // before any frame (attn-gui --model-dir --lang ko)
   if (!loaded.model) {
     status_ = format(Str::status_load_failed, loaded.error.c_str());
     return loaded.error;

@@ -55,34 +55,35 @@ PlaygroundConfig defaults_for(ModelKind kind, const PlaygroundConfig& keep) {
   return c;
 }
 
+namespace {
+
+// A checkpoint's sizes (BERT, GPT-2, a decoder): no classes, no dropout, evaluation mode.
+void set_checkpoint_sizes(PlaygroundConfig& c, size_t hidden, size_t positions, size_t heads, size_t layers,
+                          size_t intermediate, bool norm_first) {
+  c.d_model = hidden;
+  c.max_len = positions;
+  c.num_heads = heads;
+  c.num_layers = layers;
+  c.d_ff = intermediate;
+  c.num_classes = 0;
+  c.dropout = 0;
+  c.norm_first = norm_first;
+  c.train = false;
+}
+
+}  // namespace
+
 void attach_model(PlaygroundConfig& c, std::shared_ptr<const LoadedModel> model) {
   c.loaded = std::move(model);
   if (c.model != ModelKind::loaded || !c.loaded) return;
   if (const auto& p = c.loaded->pretrained) {
     const PretrainedConfig& t = p->model.config;
-    c.d_model = t.hidden_size;
-    c.max_len = t.max_positions;
-    c.num_heads = t.num_heads;
-    c.num_layers = t.num_layers;
-    c.d_ff = t.intermediate_size;
-    c.num_classes = 0;
-    c.dropout = 0;
-    c.norm_first = t.family == ModelFamily::gpt2;
-    c.train = false;
-    return;
+    return set_checkpoint_sizes(c, t.hidden_size, t.max_positions, t.num_heads, t.num_layers, t.intermediate_size,
+                                t.family == ModelFamily::gpt2);
   }
   if (const auto& d = c.loaded->decoder) {
     const DecoderConfig& t = d->config;
-    c.d_model = t.hidden_size;
-    c.max_len = t.max_positions;
-    c.num_heads = t.num_heads;
-    c.num_layers = t.num_layers;
-    c.d_ff = t.intermediate_size;
-    c.num_classes = 0;
-    c.dropout = 0;
-    c.norm_first = true;
-    c.train = false;
-    return;
+    return set_checkpoint_sizes(c, t.hidden_size, t.max_positions, t.num_heads, t.num_layers, t.intermediate_size, true);
   }
   const TransformerConfig& t = c.loaded->model.config;
   c.d_model = t.d_model;
