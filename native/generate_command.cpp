@@ -40,16 +40,6 @@ std::string text_report(const Generation& g) {
   return out;
 }
 
-// config.json's eos_token_id: one id, a list of them (Llama 3) or none.
-std::vector<int64_t> end_ids(const Json& config, const std::string& file) {
-  if (!config.contains("eos_token_id") || config["eos_token_id"].is_null()) return {};
-  const Json& e = config["eos_token_id"];
-  std::vector<int64_t> ids;
-  for (const Json& id : e.is_array() ? e : Json::array({e}))
-    ids.push_back(json_integer<int64_t>(id, file + ": \"eos_token_id\"", 0));
-  return ids;
-}
-
 // What the model holds on to while it generates: a GPT-2 checkpoint, or a decoder and its tokenizer.
 struct Generator {
   std::unique_ptr<Pretrained> gpt2;
@@ -70,7 +60,7 @@ void load(const PretrainedFiles& files, Generator& g) {
                                                                   files.weights,
                                                                   std::filesystem::path(files.weights).filename().string()));
   if (!files.tokenizer_json.empty()) g.tokenizer = std::make_unique<JsonTokenizer>(JsonTokenizer::from_file(files.tokenizer_json));
-  g.lm = causal_lm(*g.decoder, g.tokenizer.get(), end_ids(config, config_name));
+  g.lm = causal_lm(*g.decoder, g.tokenizer.get(), g.decoder->config.eos_token_ids);
 }
 
 // --prompt through the model's tokenizer, or --prompt-ids.

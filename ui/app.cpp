@@ -618,7 +618,7 @@ void App::draw_decoder(const DecoderModel& d) {
                      c.num_layers, c.intermediate_size, c.max_positions, c.vocab_size);
   const size_t sliding = size_t(std::count(c.sliding_layers.begin(), c.sliding_layers.end(), true));
   if (c.sliding_window && sliding) ImGui::TextWrapped(tr(Str::decoder_window), c.sliding_window, sliding);
-  else ImGui::TextUnformatted(tr(Str::decoder_causal));
+  else ImGui::TextWrapped("%s", tr(Str::decoder_causal));
   if (!d.ignored.empty()) ImGui::TextWrapped(tr(Str::ignored_tensors), d.ignored.size());
   ImGui::PopStyleColor();
   draw_next_tokens();

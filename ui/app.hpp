@@ -272,7 +272,7 @@ class App {
   void save_trained_model();
   void draw_ablated_accuracy();
   // The Generate tab (ui/app_generate.cpp).
-  const Pretrained* generation_model() const;
+  const LoadedModel* generation_model() const;  // the loaded model when it generates (GPT-2, a decoder)
   void step_generation();
   void draw_generate_view(float width);
   void draw_generate_controls();

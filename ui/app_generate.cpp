@@ -1,6 +1,6 @@
-// The App's Generate tab: a GPT-2 (a loaded checkpoint or the Train tab's language model) continues a
-// prompt a token a frame, with core/model/generate.hpp's TokenGenerator (the code attn generate runs, so
-// the same settings give the same tokens); a generated token shows where the position that predicted it
+// The App's Generate tab: a GPT-2 (a loaded checkpoint or the Train tab's language model) or a Llama-family
+// decoder continues a prompt a token a frame, with core/model/generate.hpp's TokenGenerator (the code attn
+// generate runs, so the same settings give the same tokens); a generated token shows where the position that predicted it
 // attended (one layer's heads over the tokens before it) and the distribution it was drawn from.
 #include <algorithm>
 #include <cstdio>
@@ -12,11 +12,24 @@
 
 namespace attn::ui {
 
-const Pretrained* App::generation_model() const {
+const LoadedModel* App::generation_model() const {
   const auto& loaded = playground_.config().loaded;
-  if (!loaded || !loaded->pretrained || loaded->pretrained->model.config.family != ModelFamily::gpt2) return nullptr;
-  return &*loaded->pretrained;
+  return loaded && loaded->causal_lm() ? loaded.get() : nullptr;
 }
+
+namespace {
+
+// A decoder's generator: the prompt through its tokenizer.json, its tokens shown as the playground shows
+// them, ending at config.json's eos_token_id.
+std::unique_ptr<TokenGenerator> decoder_generator(const LoadedModel& m, const GenerateSettings& settings) {
+  if (!m.decoder_tokenizer) throw InputError(tr(Str::decoder_no_tokenizer));
+  CausalLM lm = causal_lm(*m.decoder, m.decoder_tokenizer.get(), m.decoder->config.eos_token_ids);
+  lm.label = [label = std::move(lm.label)](int64_t id) { return shown_token(label(id)); };
+  return std::make_unique<TokenGenerator>(std::move(lm), m.decoder_tokenizer->encode(settings.prompt).ids,
+                                          settings.max_new_tokens, settings.sampling);
+}
+
+}  // namespace
 
 std::string App::start_generation(const GenerateSettings& settings) {
   const auto& loaded = playground_.config().loaded;
@@ -24,8 +37,9 @@ std::string App::start_generation(const GenerateSettings& settings) {
   generate_running_ = false;
   try {
     generate_model_ = loaded;
-    generator_ = std::make_unique<TokenGenerator>(*generate_model_->pretrained, settings.prompt, settings.max_new_tokens,
-                                                  settings.sampling);
+    generator_ = loaded->decoder ? decoder_generator(*loaded, settings)
+                                 : std::make_unique<TokenGenerator>(*loaded->pretrained, settings.prompt,
+                                                                    settings.max_new_tokens, settings.sampling);
   } catch (const InputError& e) {
     generator_.reset();
     generate_error_ = e.what();
@@ -54,12 +68,12 @@ void App::step_generation() {
 }
 
 void App::draw_generate_view(float width) {
-  const Pretrained* model = generation_model();
+  const LoadedModel* model = generation_model();
   if (!model) {
     ImGui::TextWrapped("%s", tr(Str::generate_needs_model));
     return;
   }
-  if (generator_ && &*generate_model_->pretrained != model) {  // another model since: its tokens are not this one's
+  if (generator_ && generate_model_.get() != model) {  // another model since: its tokens are not this one's
     generator_.reset();
     generate_running_ = false;
     ++generate_version_;
@@ -130,7 +144,7 @@ void App::refresh_generate_cache() {
   const Generation& g = generator_->generation();
   const int count = int(g.tokens.size());
   const int token = count == 0 ? -1 : generate_selected_ < 0 ? count - 1 : std::min(generate_selected_, count - 1);
-  const int layers = int(generate_model_->pretrained->model.config.num_layers);
+  const int layers = int(generate_model_->layers());
   generate_layer_ = std::clamp(generate_layer_, 0, layers - 1);
   if (generate_cache_version_ == generate_version_ && generate_cache_token_ == token &&
       generate_cache_layer_ == generate_layer_)
@@ -206,7 +220,7 @@ void App::draw_generated_token(float width) {
   ImGui::SameLine();
   const float map_w = ImGui::GetContentRegionAvail().x;  // what the list left of the width
   ImGui::BeginGroup();
-  const int layers = int(generate_model_->pretrained->model.config.num_layers);
+  const int layers = int(generate_model_->layers());
   if (layers > 1) index_slider(tr(Str::layer), generate_layer_, size_t(layers), false);
   ImGui::PushStyleColor(ImGuiCol_Text, dim_color);
   ImGui::TextWrapped(tr(Str::generate_attention_caption), generate_layer_);

@@ -95,6 +95,10 @@ std::string shown_token(std::string label) {
 
 std::string LoadedModel::token(int64_t id) const { return shown_token(engine().token(id)); }
 
+size_t LoadedModel::layers() const {
+  return pretrained ? pretrained->model.config.num_layers : decoder ? decoder->config.num_layers : model.config.num_layers;
+}
+
 attn::LoadedModel LoadedModel::engine() const {
   attn::LoadedModel m;
   m.pretrained = pretrained;

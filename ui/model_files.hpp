@@ -38,6 +38,7 @@ struct LoadedModel {
   bool checkpoint() const { return pretrained || decoder; }
   bool causal_lm() const;  // GPT-2 or a decoder: next tokens, generation
   std::string token(int64_t id) const;  // a checkpoint's token as shown (shown_token)
+  size_t layers() const;
   // The engine's view of a checkpoint (core/model/loaded_model.hpp), sharing its parts.
   attn::LoadedModel engine() const;
 };

@@ -245,6 +245,11 @@ DecoderConfig decoder_config_from_json(const Json& j, const std::string& file) {
   c.rope_theta = r.number("rope_theta", f->rope_theta);
   c.tie_word_embeddings = r.flag("tie_word_embeddings", f->tied);
   c.partial_rotary_factor = r.number("partial_rotary_factor", 1.0);
+  if (j.contains("eos_token_id") && !j["eos_token_id"].is_null()) {
+    const Json& e = j["eos_token_id"];
+    for (const Json& id : e.is_array() ? e : Json::array({e}))
+      c.eos_token_ids.push_back(json_integer<int64_t>(id, file + ": \"eos_token_id\"", 0));
+  }
   f->read(r, *f, c);
   read_rope(j, file, c);
   if (f->read != read_neox && c.partial_rotary_factor != 1.0)

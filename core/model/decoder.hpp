@@ -57,6 +57,7 @@ struct DecoderConfig {
   double attn_softcap = 0, final_softcap = 0;  // Gemma: tanh(s / c)·c on scores before the mask, on logits
   std::vector<bool> sliding_layers;  // per layer: whether sliding_window applies (Mistral: every layer)
   double local_rope_theta = 0;       // Gemma 3: sliding layers' default rotation base (0: one rotation)
+  std::vector<int64_t> eos_token_ids;  // eos_token_id: one id, a list (Llama 3) or none; where generation ends
 
   size_t group() const { return num_heads / num_kv_heads; }  // query heads per key/value head
   size_t rotary_dim() const { return size_t(double(head_dim) * partial_rotary_factor); }

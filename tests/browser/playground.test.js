@@ -1002,6 +1002,18 @@ function closeToFixture(trace, fx) {
           `a Llama folder from the file input: ${decoded.trace.stages.length} stages` +
           (cliDecoder ? `, attn encode's within ${nearCli.worst.toExponential(2)}` : '') +
           ` ${decoded.state.error} ${nearCli.problems.slice(0, 3).join('; ')}`);
+    // attnlab.generate on it: attn generate's tokens and probabilities (the Generate tab's code).
+    const decoderSettings = { prompt: 'the cat', max_new_tokens: 6, temperature: 0.8, top_k: 5, seed: 3 };
+    const decoderGenerated = await page.evaluate((s) => attnlab.generate(s), decoderSettings);
+    const cliDecoderGenerated = cliJson(['generate', '--model-dir', llama, '--prompt', decoderSettings.prompt,
+                                         '--max-new-tokens', '6', '--temperature', '0.8', '--top-k', '5', '--seed', '3']);
+    const ids = (g) => JSON.stringify(g.generated.map((t) => t.id));
+    const probabilityGap = cliDecoderGenerated ? Math.max(...decoderGenerated.generated.map((t, i) =>
+      Math.abs(t.probability - cliDecoderGenerated.generated[i].probability))) : 0;
+    check(decoderGenerated.generated.length === 6 && (!cliDecoderGenerated ||
+          (ids(decoderGenerated) === ids(cliDecoderGenerated) && probabilityGap <= 1e-6)),
+          `attnlab.generate on a Llama folder: ${ids(decoderGenerated)}` +
+          (cliDecoderGenerated ? `, attn generate's ids, probabilities within ${probabilityGap.toExponential(1)}` : ''));
     // Back to GPT-2 for the generation checks below.
     const gpt2Folder = path.join(fixtures, 'pretrained', 'gpt2_tiny');
     await page.setInputFiles('#model-files', fs.readdirSync(gpt2Folder).map((f) => path.join(gpt2Folder, f)));
