@@ -443,6 +443,13 @@ void App::select_view(const Json& view) {
     else if (key == "generate") {
       const std::string error = start_generation(generate_settings(value));
       if (!error.empty()) throw InputError(error);
+    } else if (key == "hide_first_token" && value.is_boolean()) hide_first_ = value.get<bool>();
+    else if (key == "first_token_share" && value.is_boolean()) show_sinks_ = value.get<bool>();
+    else if (key == "rotary" && value.is_array() && value.size() == 4) {  // [query, key, layer, head]: clamped when drawn
+      rotary_query_ = index(value[0], "rotary query");
+      rotary_key_ = index(value[1], "rotary key");
+      rotary_layer_ = index(value[2], "rotary layer");
+      rotary_head_ = index(value[3], "rotary head");
     } else if (key == "generate_token") generate_selected_ = index(value, key);
     else if (key == "generate_layer") generate_layer_ = index(value, key);
     else if (key == "png_scale" && (value == 1 || value == 2 || value == 4)) png_scale_ = json_integer<int>(value, key);
@@ -454,7 +461,8 @@ void App::select_view(const Json& view) {
     }
     else throw InputError("unknown view key '" + key + "' or wrong type (tab, stage, batch, layer, head, model_view, "
                           "patching, train_item, train_layer, train_head, replay, train_score, tour, generate, "
-                          "generate_token, generate_layer, png_scale: 1, 2 or 4, zoom: [zoom >= 1, row, column])");
+                          "generate_token, generate_layer, png_scale: 1, 2 or 4, zoom: [zoom >= 1, row, column], "
+                          "hide_first_token, first_token_share, rotary: [query, key, layer, head])");
   }
 }
 
@@ -918,8 +926,11 @@ void App::draw_pe_view(float width) {
   ImGui::TextWrapped(tr(captions[int(r->positions)]), pe_shape_.c_str(),
                      r->tokens.empty() ? size_t(0) : r->tokens[0].size());
   refresh(pe_, {playground_.result_generation(), &r->pe_table, 0, 0}, r->pe_table, ColorMap::diverging);
-  draw_heatmap(pe_, &batch_labels_, &dim_labels_, width, height_above_buttons(), "pe");
+  // A decoder's angles share the height with its rotary split below them.
+  const float height = r->decoder ? ImGui::GetContentRegionAvail().y * 0.4f : height_above_buttons();
+  draw_heatmap(pe_, &batch_labels_, &dim_labels_, width, height, "pe");
   export_buttons(pe_, "positional_encoding_table", r->pe_table, PrintDtype::float32);
+  if (r->decoder) draw_rotary_view(*r, width);
 }
 
 // --- heatmaps ---
@@ -1260,6 +1271,10 @@ Json App::view_json() const {
             {"unmasked", unmasked_.slice.values}, {"masked", masked_.slice.values},
             {"pad_without", pad_without_}, {"pad_with", pad_with_}}},
           {"model_view", {{"on", model_view_}, {"cells", cells_json(stage_cells_)}}},
+          {"decoder",
+           {{"hide_first_token", hide_first_}, {"first_token_share", show_sinks_}, {"sinks", sinks_map_.slice.values},
+            {"rotary", {{"query", rotary_query_}, {"key", rotary_key_}, {"layer", rotary_layer_}, {"head", rotary_head_},
+                        {"pairs", rotary_pairs_}, {"by_distance", rotary_distance_}}}}},
           {"interventions",
            {{"view", patching_view_ ? "patching" : "ablation"},
             {"cells", cells_json(ablation_cells_)},
@@ -1278,6 +1293,9 @@ Json App::layout_views() const {
     for (const Stage& s : r->trace.stages())
       views.push_back(Json::object({{"tab", "stage"}, {"stage", s.name}, {"model_view", false}}));
   views.push_back(Json::object({{"tab", "stage"}, {"model_view", true}}));
+  if (const Computed* r = playground_.result(); r && r->decoder)
+    for (const char* toggle : {"hide_first_token", "first_token_share"})
+      views.push_back(Json::object({{"tab", "stage"}, {"model_view", true}, {toggle, true}}));
   for (Tab t : {Tab::masks, Tab::positional_encoding, Tab::train, Tab::generate})
     views.push_back(Json::object({{"tab", tab_name(t)}}));
   for (bool patching : {false, true}) views.push_back(Json::object({{"tab", "interventions"}, {"patching", patching}}));

@@ -16,6 +16,7 @@
 #include "ui/layout_check.hpp"
 #include "ui/model_files.hpp"
 #include "ui/patching.hpp"
+#include "core/model/decoder_views.hpp"
 #include "ui/playground.hpp"
 #include "core/model/generate.hpp"
 #include "ui/training.hpp"
@@ -229,8 +230,16 @@ class App {
   template <class CellTensor>
   bool draw_head_grid(std::vector<Heatmap>& cells, std::vector<GridCell>& drawn, size_t layers, size_t heads,
                       CellTensor cell_tensor, ImVec2 size, int& layer, int& head, const char* id,
-                      Str tip = Str::grid_tip);
+                      Str tip = Str::grid_tip, size_t group = 1);
   void draw_model_view();
+  // The decoders' views (ui/app_decoder.cpp): attention sinks and "hide the first token" in the model
+  // view, the rotary split of a head's score in the Positional encoding tab.
+  void draw_sink_controls(const Computed& r);
+  void refresh_sink_cache(const Computed& r);
+  const Tensor* shown_weights(size_t layer, const Tensor& weights) const;
+  void draw_sinks_map(float width, float height);
+  void refresh_rotary_cache(const Computed& r);
+  void draw_rotary_view(const Computed& r, float width);
   // The Interventions tab (ui/app_interventions.cpp): a head grid whose clicks ablate, what the
   // ablation changed in the outputs, and the head detectors' scores of the run shown.
   void draw_interventions_view(float width);
@@ -337,6 +346,21 @@ class App {
   // The Stage tab's model view.
   bool model_view_ = false;
   std::vector<Heatmap> stage_grid_;
+  // A decoder's model view: hide the first token, or show each head's share of attention on it.
+  bool hide_first_ = false, show_sinks_ = false;
+  uint64_t sink_generation_ = 0;
+  Tensor sinks_;                      // [layers, heads]
+  std::vector<Tensor> without_first_;  // each layer's weights renormalised without the first key
+  std::vector<std::string> sink_layer_labels_, sink_head_labels_;
+  Heatmap sinks_map_;
+  // A decoder's rotary split: the query and key positions, the layer and head shown, every layer's and
+  // head's split for them, and the shown head's values as the plots take them.
+  int rotary_query_ = 1, rotary_key_ = 0, rotary_layer_ = 0, rotary_head_ = 0;
+  uint64_t rotary_generation_ = 0;
+  size_t rotary_row_ = 0;
+  int rotary_for_query_ = -1, rotary_for_key_ = -1, rotary_plotted_layer_ = -1, rotary_plotted_head_ = -1;
+  std::vector<std::vector<RotarySplit>> rotary_;
+  std::vector<float> rotary_pairs_, rotary_distance_;
   std::vector<GridCell> stage_cells_, train_cells_, ablation_cells_;  // where the grids' cells were drawn
   // The Interventions tab: its grid, and what it shows of the result (rebuilt when the result or the
   // item changes): the ablation's effect as lines of text, the detectors' [layers, heads] scores.

@@ -154,16 +154,27 @@ void App::draw_model_view() {
                            stage_grid_[k].map, stage_grid_[k].range, {}, {}});
       return heads_svg(format(Str::grid_caption, batch_), figures, layers);
     });
+  if (r->decoder) draw_sink_controls(*r);
   ImGui::BeginChild("grid", ImVec2(0, 0), false);
+  if (r->decoder && show_sinks_) {
+    draw_sinks_map(ImGui::GetContentRegionAvail().x, ImGui::GetContentRegionAvail().y);
+    ImGui::EndChild();
+    return;
+  }
   int layer = layer_, head = head_;
-  // [B, H, S, S] per layer (the first tutorial's [B, S, S]: its head index is ignored).
+  // [B, H, S, S] per layer (the first tutorial's [B, S, S]: its head index is ignored); a decoder's
+  // without its first key when asked.
   const auto cell = [&](size_t l, size_t h, ViewKey& key) -> const Tensor* {
     const Stage* s = layer_weights_[l];
     if (!s) return nullptr;
-    key = {playground_.result_generation(), &s->value, size_t(batch_), h};
-    return &s->value;
+    const Tensor* shown = r->decoder ? shown_weights(l, s->value) : &s->value;
+    key = {playground_.result_generation(), shown, size_t(batch_), h};
+    return shown;
   };
-  if (draw_head_grid(stage_grid_, stage_cells_, layers, heads, cell, ImGui::GetContentRegionAvail(), layer, head, "grid")) {
+  // Grouped-query attention: the query heads under the key/value head they share.
+  const size_t group = r->stages.kv_heads ? heads / r->stages.kv_heads : 1;
+  if (draw_head_grid(stage_grid_, stage_cells_, layers, heads, cell, ImGui::GetContentRegionAvail(), layer, head, "grid",
+                     Str::grid_tip, group)) {
     set_layer(layer);
     head_ = head;
     stage_ = weights_stage_name(*r, size_t(layer));
