@@ -613,7 +613,7 @@ void App::draw_checkpoint(const Pretrained& p) {
   ImGui::PushStyleColor(ImGuiCol_Text, dim_color);
   ImGui::TextWrapped(tr(Str::checkpoint_summary), bert ? "BERT" : "GPT-2", c.hidden_size, c.num_heads, c.num_layers,
                      c.intermediate_size, c.max_positions, c.vocab_size,
-                     bert ? tr(Str::bert_mask) : "causal");
+                     bert ? tr(Str::bert_mask) : tr(Str::mask_causal));
   if (!p.model.ignored.empty()) ImGui::TextWrapped(tr(Str::ignored_tensors), p.model.ignored.size());
   ImGui::PopStyleColor();
   if (!bert) draw_next_tokens();

@@ -36,6 +36,8 @@ std::string PatchingSweep::start(const PlaygroundConfig& c, const Computed& r) {
   ++id_;
   try {
     if (r.stages.family == StageFamily::tutorial) throw InputError(tr(Str::patching_tutorial));
+    if (c.model == ModelKind::loaded && c.loaded && c.loaded->checkpoint() && !c.loaded->causal_lm())
+      throw InputError(tr(Str::patching_bert));
     model_ = model_of(c, r);
     const PlaygroundConfig::Patching& p = c.patching;
     const auto sentence = [&](const std::string& text, size_t i) {
