@@ -17,29 +17,16 @@ const LoadedModel* App::generation_model() const {
   return loaded && loaded->causal_lm() ? loaded.get() : nullptr;
 }
 
-namespace {
-
-// A decoder's generator: the prompt through its tokenizer.json, its tokens shown as the playground shows
-// them, ending at config.json's eos_token_id.
-std::unique_ptr<TokenGenerator> decoder_generator(const LoadedModel& m, const GenerateSettings& settings) {
-  if (!m.decoder_tokenizer) throw InputError(tr(Str::decoder_no_tokenizer));
-  CausalLM lm = causal_lm(*m.decoder, m.decoder_tokenizer.get(), m.decoder->config.eos_token_ids);
-  lm.label = [label = std::move(lm.label)](int64_t id) { return shown_token(label(id)); };
-  return std::make_unique<TokenGenerator>(std::move(lm), m.decoder_tokenizer->encode(settings.prompt).ids,
-                                          settings.max_new_tokens, settings.sampling);
-}
-
-}  // namespace
-
 std::string App::start_generation(const GenerateSettings& settings) {
   const auto& loaded = playground_.config().loaded;
   if (!generation_model()) return tr(Str::generate_needs_model);
   generate_running_ = false;
   try {
     generate_model_ = loaded;
-    generator_ = loaded->decoder ? decoder_generator(*loaded, settings)
-                                 : std::make_unique<TokenGenerator>(*loaded->pretrained, settings.prompt,
-                                                                    settings.max_new_tokens, settings.sampling);
+    CausalLM lm = loaded->generation_lm();
+    lm.label = [label = std::move(lm.label)](int64_t id) { return shown_token(label(id)); };  // as the UI shows tokens
+    generator_ = std::make_unique<TokenGenerator>(std::move(lm), loaded->prompt_ids(settings.prompt),
+                                                  settings.max_new_tokens, settings.sampling);
   } catch (const InputError& e) {
     generator_.reset();
     generate_error_ = e.what();

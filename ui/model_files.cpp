@@ -99,6 +99,22 @@ size_t LoadedModel::layers() const {
   return pretrained ? pretrained->model.config.num_layers : decoder ? decoder->config.num_layers : model.config.num_layers;
 }
 
+CausalLM LoadedModel::generation_lm() const {
+  if (decoder) {
+    if (!decoder_tokenizer) throw InputError(tr(Str::decoder_no_tokenizer));
+    return attn::causal_lm(*decoder, decoder_tokenizer.get(), decoder->config.eos_token_ids);
+  }
+  if (!pretrained) throw InputError(tr(Str::generate_needs_model));
+  return attn::causal_lm(*pretrained);
+}
+
+std::vector<int64_t> LoadedModel::prompt_ids(const std::string& prompt) const {
+  if (prompt.empty()) throw InputError("the prompt is empty: give the text to continue");
+  if (decoder && decoder_tokenizer) return decoder_tokenizer->encode(prompt).ids;
+  if (pretrained) return tokenize_pretrained(*pretrained, {prompt}).input.ids;
+  throw InputError(tr(Str::generate_needs_model));
+}
+
 attn::LoadedModel LoadedModel::engine() const {
   attn::LoadedModel m;
   m.pretrained = pretrained;

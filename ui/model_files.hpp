@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/model/decoder.hpp"
+#include "core/model/generate.hpp"
 #include "core/model/loaded_model.hpp"
 #include "core/model/pretrained_files.hpp"
 #include "core/text/tokenizer.hpp"
@@ -39,6 +40,10 @@ struct LoadedModel {
   bool causal_lm() const;  // GPT-2 or a decoder: next tokens, generation
   std::string token(int64_t id) const;  // a checkpoint's token as shown (shown_token)
   size_t layers() const;
+  // Generation's view of the model (GPT-2, or a decoder with its tokenizer.json; else InputError), which
+  // refers to it, and a prompt's ids through its tokenizer (InputError for an empty prompt).
+  CausalLM generation_lm() const;
+  std::vector<int64_t> prompt_ids(const std::string& prompt) const;
   // The engine's view of a checkpoint (core/model/loaded_model.hpp), sharing its parts.
   attn::LoadedModel engine() const;
 };

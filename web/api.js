@@ -217,8 +217,8 @@
       if (out.error) throw new Error(out.error);
       return out.detectors;
     },
-    // generate({prompt, max_new_tokens, temperature, top_k, top_p, seed}): the loaded GPT-2 continues the
-    // prompt as attn generate does (docs/generate.md); returns its --json document; throws with the reason.
+    // generate({prompt, max_new_tokens, temperature, top_k, top_p, seed}): the loaded GPT-2 or Llama-family
+    // decoder continues the prompt as attn generate does (docs/generate.md); returns its --json document; throws with the reason.
     generate(settings) {
       const out = JSON.parse(call('attnlab_generate', 'string', ['string'], [JSON.stringify(settings || {})]));
       if (out.error) throw new Error(out.error);

@@ -298,15 +298,17 @@ EMSCRIPTEN_KEEPALIVE const char* attnlab_patch_steps(double budget_ms) {
   return hand_to_js(attn::Json{{"done", p.done()}, {"runs", p.total()}}.dump());
 }
 
-// attn generate --json's document from the loaded GPT-2 checkpoint with `settings` (JSON: prompt,
-// max_new_tokens, temperature, top_k, top_p, seed), or {"error"}.
+// attn generate --json's document from the loaded GPT-2 checkpoint or Llama-family decoder with `settings`
+// (JSON: prompt, max_new_tokens, temperature, top_k, top_p, seed), or {"error"}.
 EMSCRIPTEN_KEEPALIVE const char* attnlab_generate(const char* settings) {
   try {
     const auto& loaded = state->playground.config().loaded;
-    if (!loaded || !loaded->pretrained) throw attn::InputError("generation needs a GPT-2 checkpoint: load one first");
+    if (!loaded || !loaded->causal_lm())
+      throw attn::InputError("generation needs a GPT-2 or a Llama-family checkpoint: load one first");
     const attn::GenerateSettings g = attn::generate_settings(attn::Json::parse(settings));
-    const attn::Generation out = attn::generate(*loaded->pretrained, g.prompt, g.max_new_tokens, g.sampling);
-    return hand_to_js(attn::generation_json(*loaded->pretrained, out, g.max_new_tokens, g.sampling).dump());
+    const attn::CausalLM lm = loaded->generation_lm();
+    const attn::Generation out = attn::generate(lm, loaded->prompt_ids(g.prompt), g.max_new_tokens, g.sampling);
+    return hand_to_js(attn::generation_json(lm, out, g.max_new_tokens, g.sampling).dump());
   } catch (const std::exception& e) {
     return hand_to_js(attn::Json{{"error", e.what()}}.dump());
   }
