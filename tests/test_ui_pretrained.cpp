@@ -273,9 +273,24 @@ TEST_CASE("ui shows a decoder's weights without its mask: the same scores, cappe
     CHECK(worst < 1e-5f);
     CHECK(future > 0.0f);
   }
-  // The window: layer 0 hides keys 3 or more back, which its unmasked weights see.
+  // The window: layer 0 hides keys 3 or more back, which its unmasked weights see; the Masks view's mask
+  // is the layer's (zero exactly where its weights are), layer 1's only causal.
   CHECK(r.trace.at(weights_stage_name(r, 0))(0, 0, 5, 1) == 0.0f);
   CHECK(unmasked_weights(r, 0)(0, 0, 5, 1) > 0.0f);
+  for (size_t layer = 0; layer < 2; ++layer) {
+    const Tensor mask = layer_mask(r, layer);
+    const Tensor& weights = r.trace.at(weights_stage_name(r, layer));
+    size_t disagree = 0, zeros = 0;
+    for (size_t q = 0; q < mask.shape(1); ++q)
+      for (size_t k = 0; k < mask.shape(2); ++k) {
+        disagree += (mask(0, q, k) == 0.0f) != (weights(0, 0, q, k) == 0.0f);
+        zeros += mask(0, q, k) == 0.0f;
+      }
+    INFO("layer " << layer);
+    CHECK(disagree == 0);
+    const size_t S = r.pretrained_input.seq, causal = S * (S - 1) / 2;  // the future's cells
+    CHECK((layer == 0 ? zeros > causal : zeros == causal));  // Gemma 2: even layers slide
+  }
 }
 
 TEST_CASE("ui ablates and patches a Llama-family decoder as the engine does", "[ui][interventions]") {

@@ -811,6 +811,7 @@ void App::update_mask_cache(const Computed& r) {
   // Engine work, but only when the result or the layer changes (an idle frame reuses it).
   try {
     unmasked_cache_ = masked_stage_ ? unmasked_weights(r, size_t(layer_)) : Tensor();
+    layer_mask_ = layer_mask(r, size_t(layer_));
   } catch (const std::exception& e) {  // e.g. out of memory: a message, not a crash inside the frame
     masked_stage_ = nullptr;
     status_ = format(Str::status_unmasked_failed, e.what());
@@ -840,7 +841,7 @@ void App::draw_masks_view(float width) {
   }
   ImGui::TextWrapped(tr(Str::mask_caption), mask_name);
   const uint64_t generation = playground_.result_generation();
-  refresh(mask_, {generation, &r->mask, size_t(batch_), 0}, r->mask, ColorMap::sequential, true);
+  refresh(mask_, {unmasked_version_, &layer_mask_, size_t(batch_), 0}, layer_mask_, ColorMap::sequential, true);
   bool changed = refresh(unmasked_, {unmasked_version_, &unmasked_cache_, size_t(batch_), head}, unmasked_cache_,
                          ColorMap::sequential);
   changed |= refresh(masked_, {generation, &masked_stage_->value, size_t(batch_), head}, masked_stage_->value,
@@ -861,7 +862,7 @@ void App::draw_masks_view(float width) {
     fitted_title(tr(title), w, key_name(title));
     draw_heatmap(*map, &tokens, &tokens, w, std::min(h, w), key_name(title), legend_room);
     ImGui::PushID(key_name(title));
-    const Tensor& value = map == &mask_ ? r->mask : map == &unmasked_ ? unmasked_cache_ : masked_stage_->value;
+    const Tensor& value = map == &mask_ ? layer_mask_ : map == &unmasked_ ? unmasked_cache_ : masked_stage_->value;
     export_buttons(*map, key_name(title), value, PrintDtype::float32, true, &tokens, &tokens);
     ImGui::PopID();
     ImGui::EndGroup();

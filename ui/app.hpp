@@ -327,6 +327,7 @@ class App {
   // The Masks view: the unmasked weights of layer_ (computed when the layer or the result changes),
   // the stage it is compared with, and the attention each query pays to [PAD] without / with mask.
   Tensor unmasked_cache_;
+  Tensor layer_mask_;  // the mask layer_ applied (layer_mask: a decoder's sliding layers see a window)
   uint64_t unmasked_generation_ = 0, unmasked_version_ = 0;  // result it was built for; +1 per rebuild
   int unmasked_layer_ = -1;
   const Stage* masked_stage_ = nullptr;

@@ -741,6 +741,19 @@ Tensor unmasked_weights(const Computed& r, size_t layer) {
   return shaped;
 }
 
+Tensor layer_mask(const Computed& r, size_t layer) {
+  Tensor mask = r.mask;
+  if (!r.decoder) return mask;
+  const DecoderConfig& c = r.decoder->config;
+  const size_t window = layer < c.sliding_layers.size() && c.sliding_layers[layer] ? c.sliding_window : 0;
+  if (window == 0) return mask;
+  const size_t B = mask.shape(0), S = mask.shape(1);
+  for (size_t b = 0; b < B; ++b)
+    for (size_t q = 0; q < S; ++q)
+      for (size_t k = 0; k + window <= q; ++k) mask(b, q, k) = 0.0f;
+  return mask;
+}
+
 Json Computed::json() const {
   Json doc = header;
   doc["stages"] = stages_json(trace);

@@ -196,6 +196,9 @@ std::vector<HeadScores> sentence_head_scores(const Computed& computed);
 // dropout): [B, S, S] for the first tutorial, [B, H, S, S] for the Transformer. Computed on demand
 // (only the Masks view needs it, for the layer it shows). Throws InputError for a layer out of range.
 Tensor unmasked_weights(const Computed& computed, size_t layer);
+// The mask layer `layer` applied [B, S, S]: the run's mask, narrowed to the window on a decoder's sliding
+// layers (a query sees a key when q − window < k ≤ q).
+Tensor layer_mask(const Computed& computed, size_t layer);
 // The attention-weights stage the Masks view compares with: "attention_weights" or
 // "layers.{layer}.self_attn.attention_weights".
 std::string weights_stage_name(const Computed& computed, size_t layer);
