@@ -3,6 +3,7 @@
 // its layers' stages are named the model's way, and GPT-2 lists its next tokens.
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "core/base/error.hpp"
@@ -330,4 +331,24 @@ TEST_CASE("ui says a decoder folder without tokenizer.json cannot take sentences
   p.update();
   CHECK_THAT(p.error(), Catch::Contains("no tokenizer.json"));
   CHECK_FALSE(p.result());
+}
+
+TEST_CASE("ui refuses a decoder's bad tokenizer.json and sentences past its context with messages", "[ui]") {
+  const std::filesystem::path d = std::filesystem::temp_directory_path() / "attnlab-ui-bad-tokenizer";
+  std::filesystem::remove_all(d);
+  std::filesystem::copy(dir + "llama_tiny", d);
+  {
+    std::ofstream out(d / "tokenizer.json", std::ios::trunc);
+    out << R"({"version": "1.0", "model": {"type": "WordPiece", "vocab": {"a": 0}, "unk_token": "a"}})";
+  }
+  const LoadResult refused = read_model_files(sort_model_files({d.string()}));
+  CHECK_FALSE(refused.model);
+  CHECK_THAT(refused.error, Catch::Contains("tokenizer.json") && Catch::Contains("WordPiece"));
+  std::filesystem::remove_all(d);
+
+  std::string long_sentence;  // 70 words, more tokens than llama_tiny's 64 positions
+  for (int i = 0; i < 70; ++i) long_sentence += "cat ";
+  Playground p(loaded_config(sort_model_files({dir + "llama_tiny"}), {long_sentence}));
+  p.update();
+  CHECK_THAT(p.error(), Catch::Contains("72 tokens; the model takes at most 64"));
 }

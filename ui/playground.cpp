@@ -629,12 +629,9 @@ void compute_pretrained(const Pretrained& p, const PlaygroundConfig& c, Computed
 void compute_decoder(const LoadedModel& loaded, const PlaygroundConfig& c, Computed& out) {
   if (!loaded.decoder_tokenizer) throw InputError(tr(Str::decoder_no_tokenizer));
   const attn::LoadedModel m = loaded.engine();
-  ModelInput in = m.tokenize(c.sentences);
+  ModelInput in = m.tokenize(c.sentences);  // InputError past the model's positions
   const DecoderConfig& t = loaded.decoder->config;
   const size_t B = in.batch, S = in.seq;
-  if (S > t.max_positions)
-    throw InputError("a sentence has " + std::to_string(S) + " tokens, more than the model's " +
-                     std::to_string(t.max_positions) + " positions");
   if (const double floats = decoder_trace_floats(t, B, S); floats > max_trace_floats) too_big(floats);
   out.stages = m.stages();
   out.trace = ablated_trace(c.ablation, out.stages, in.lengths, [&](const Hooks* hooks) { return m.forward(in, hooks); },
