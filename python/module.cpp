@@ -275,6 +275,15 @@ PYBIND11_MODULE(_attnlab, m) {
   m.def(
       "load", [](const std::vector<std::string>& args, Checkpoint& c) { with_model(args, c, [](const auto&) {}); },
       py::arg("args"), py::arg("checkpoint"), "loads the model `encode ARGS` names (a checkpoint into `checkpoint`)");
+  m.def(
+      "model_folder",
+      [](const std::string& name) {
+        ModelOptions o;
+        o.model_name = name;
+        cli::resolve_model(o, true);
+        return o.model_dir;
+      },
+      py::arg("name"), "the folder --model NAME names: itself, or its Hub snapshot (fetched when missing)");
   m.def("train", &run_training, py::arg("args"), py::arg("on_record"));
   m.def("trains_language_model", &trains_language_model, py::arg("args"));
   m.def("option_kinds", &option_kinds, py::arg("command"));

@@ -236,6 +236,8 @@ TEST_CASE("ui runs a Llama-family folder with its tokenizer.json, rotary angles 
   REQUIRE(r.lengths[1] < r.pretrained_input.seq);
   CHECK(r.mask(1, r.lengths[1], r.lengths[1]) == 0.0f);  // padding
   CHECK(r.header["family"] == "llama");
+  CHECK(r.header["tokens"][0][1] == "\u2581the");  // the document keeps transformers' tokens
+  CHECK(r.header["lengths"] == Json(r.lengths));
   CHECK(r.tokens[0][1] == "\u00b7the");  // ▁the: the font has no ▁
   CHECK(c.loaded->token(r.ids[1]) == "\u00b7the");
   CHECK(std::string(stage_formula("model.layers.0.self_attn.queries_rotated")).find("rotate_half") != std::string::npos);

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "core/model/attention.hpp"
+#include "core/model/decoder_views.hpp"
 #include "core/backend/device_model.hpp"
 #include "core/base/error.hpp"
 #include "core/io/npy.hpp"
@@ -648,8 +649,13 @@ void compute_decoder(const LoadedModel& loaded, const PlaygroundConfig& c, Compu
   size_t parameters = 0;
   for_each_tensor(*loaded.decoder, [&](const Tensor& w) { parameters += w.size(); });
   out.parameter_count = parameters;
-  out.header = {{"family", t.model_type}, {"architecture", t.architecture}, {"parameter_count", parameters},
-                {"ignored", loaded.decoder->ignored}, {"tokens", in.tokens}};
+  // attn encode --json's document (less its next_tokens and config), transformers' tokens in it.
+  std::vector<std::vector<int64_t>> rows;
+  for (size_t b = 0; b < B; ++b) rows.emplace_back(in.ids.begin() + long(b * S), in.ids.begin() + long((b + 1) * S));
+  out.header = {{"family", t.model_type},   {"architecture", t.architecture},
+                {"ignored", loaded.decoder->ignored}, {"input_ids", rows},
+                {"lengths", in.lengths},   {"tokens", in.tokens},
+                {"first_token_attention", first_token_attention(out.trace, t.num_layers)}};
   out.decoder = loaded.decoder;
   for (auto& row : in.tokens)
     for (std::string& token : row) token = shown_token(std::move(token));

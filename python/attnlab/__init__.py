@@ -336,7 +336,7 @@ def help(command):
 _TUTORIAL_KEYS = {"seed", "d_model", "max_len", "mask", "ablate", "ablation"}
 _ENCODER_KEYS = {"seed", "d_model", "num_heads", "num_layers", "d_ff", "max_len", "num_classes", "dropout", "train",
                  "norm_first", "mask", "ablate", "ablate_mlp", "ablation"}
-_FILE_KEYS = {"weights", "config", "vocab", "model_dir", "merges"}
+_FILE_KEYS = {"weights", "config", "vocab", "model_dir", "merges", "model"}
 _MAX_EMBEDDED_JSON = 2 << 20  # a larger trace's document is not put beside its view
 
 
@@ -349,8 +349,10 @@ def _hash_value(value):
 def _playground_settings(command, options):
     """(hash, model files, options the playground cannot take) for a trace's run."""
     from urllib.parse import quote
-    given = {k: v for k, v in options.items() if v is not None and v is not False}
+    given = {k: v for k, v in options.items() if v is not None and v is not False and k != "quiet"}  # quiet: downloads
     files = {k: given.pop(k) for k in list(given) if k in _FILE_KEYS}
+    if "model" in files:  # a name: its folder (a Hub id's snapshot in the cache, fetched when the model loaded)
+        files["model_dir"] = _attnlab.model_folder(files.pop("model"))
     sentences = given.pop("sentences", None) or []
     keys = _TUTORIAL_KEYS if command == "tutorial" else _ENCODER_KEYS
     missing = sorted(k for k in given if k not in keys)
@@ -374,7 +376,8 @@ def _model_files(files):
     import pathlib
     if "model_dir" in files:  # the files the page's folder picker reads
         folder = pathlib.Path(files["model_dir"])
-        wanted = {"config.json", "vocab.txt", "vocab.json", "merges.txt", "tokenizer_config.json"}
+        wanted = {"config.json", "vocab.txt", "vocab.json", "merges.txt", "tokenizer_config.json", "tokenizer.json",
+                  "model.safetensors.index.json"}
         return {p.name: p for p in sorted(folder.iterdir())
                 if p.is_file() and (p.name in wanted or p.suffix == ".safetensors")}
     if "merges" in files or "vocab" in files and str(files["vocab"]).endswith(".txt"):  # a checkpoint's

@@ -70,7 +70,14 @@ class ByName(unittest.TestCase):
                 folder = attnlab.load(FIXTURES / "pretrained" / "llama_tiny")
                 self.assertEqual(model("the cat sat").to_json(), folder("the cat sat").to_json())
                 self.assertTrue(any(e["path"].endswith("/tokenizer.json") for e in server.log()))
+                # The notebook view reads the same files from the cache's snapshot (nothing downloaded again:
+                # "main" is checked with HEAD requests, as huggingface_hub checks a branch online).
                 server.reset()
+                _, files, missing = attnlab._playground_settings("encode", model("the cat sat")._options)
+                shown = attnlab._model_files(files)
+                self.assertEqual((sorted(shown), missing), (["config.json", "model.safetensors", "tokenizer.json"], []))
+                self.assertIn(os.path.join(home, "hub", "models--attnlab-test--llama-tiny", "snapshots"), str(shown["config.json"]))
+                self.assertEqual([e for e in server.log() if e["method"] != "HEAD"], [])
                 attnlab.load("attnlab-test/llama-tiny@" + server.commit("attnlab-test/llama-tiny"), quiet=True)
                 self.assertEqual(server.log(), [])
                 with self.assertRaises(ValueError):
