@@ -166,6 +166,11 @@ TEST_CASE("decoder tensors that do not fit their config name every tensor", "[de
   llama.erase(std::find_if(llama.begin(), llama.end(), [](const NamedTensor& t) { return t.name == "lm_head.weight"; }));
   CHECK_THAT(error_of([&] { load_decoder(untied, llama, "model.safetensors"); }),
              Catch::Contains("lm_head.weight is missing"));
+  // A config claiming more layers than the file could hold is refused before anything is sized by it.
+  Json huge = config_json("llama_tiny");
+  huge["num_hidden_layers"] = 1 << 30;
+  CHECK_THAT(error_of([&] { load_decoder(decoder_config_from_json(huge, "config.json"), llama, "model.safetensors"); }),
+             Catch::Contains("model.safetensors holds 20 tensors, too few for the config's 1073741824 layers"));
 }
 
 TEST_CASE("decoder tensors of GPT-NeoX: the fused query_key_value and biased norms checked by shape", "[decoder]") {

@@ -348,7 +348,21 @@ void split_fused_qkv(DecoderLayer& l, size_t heads, size_t d) {
 
 }  // namespace
 
+namespace {
+
+// Each layer holds at least four weights (queries, the output projection, the MLP's two or three): a
+// config claiming more layers than a quarter of the file's tensors is refused before anything is sized
+// by it (a config.json may say 10⁹ layers).
+void check_layer_count(const DecoderConfig& c, size_t tensors, const std::string& file) {
+  if (c.num_layers > tensors / 4)
+    throw InputError(file + " holds " + std::to_string(tensors) + " tensors, too few for the config's " +
+                     std::to_string(c.num_layers) + " layers");
+}
+
+}  // namespace
+
 DecoderModel load_decoder(const DecoderConfig& config, std::vector<NamedTensor> tensors, const std::string& file) {
+  check_layer_count(config, tensors.size(), file);
   DecoderModel m;
   m.config = config;
   m.layers.resize(config.num_layers);
