@@ -349,7 +349,7 @@ class App {
   std::vector<Heatmap> stage_grid_;
   // A decoder's model view: hide the first token, or show each head's share of attention on it.
   bool hide_first_ = false, show_sinks_ = false;
-  uint64_t sink_generation_ = 0;
+  uint64_t sinks_generation_ = 0, without_first_generation_ = 0;
   Tensor sinks_;                      // [layers, heads]
   std::vector<Tensor> without_first_;  // each layer's weights renormalised without the first key
   std::vector<std::string> sink_layer_labels_, sink_head_labels_;

@@ -24,33 +24,38 @@ void App::draw_sink_controls(const Computed& r) {
   refresh_sink_cache(r);
 }
 
+// Each part only when its toggle asks for it, once per result.
 void App::refresh_sink_cache(const Computed& r) {
   const uint64_t generation = playground_.result_generation();
-  if (sink_generation_ == generation) return;
-  sink_generation_ = generation;
-  const auto share = first_token_attention(r.trace, r.num_layers);
-  const size_t heads = share.empty() ? 0 : share[0].size();
-  sinks_ = Tensor::from_shape({share.size(), heads});
-  for (size_t l = 0; l < share.size(); ++l)
-    for (size_t h = 0; h < heads; ++h) sinks_(l, h) = float(share[l][h]);
-  sink_layer_labels_.clear();
-  sink_head_labels_.clear();
-  for (size_t l = 0; l < share.size(); ++l) sink_layer_labels_.push_back("L" + std::to_string(l));
-  for (size_t h = 0; h < heads; ++h) sink_head_labels_.push_back("H" + std::to_string(h));
-  // Each layer's weights without the first key, every row renormalised over the others (a row that sees
-  // only the first key, the first query's, stays 0).
-  without_first_.clear();
-  for (size_t l = 0; l < r.num_layers; ++l) {
-    Tensor w = r.trace.at(weights_stage_name(r, l));
-    const size_t S = w.shape(3);
-    for (size_t row = 0; row < w.size() / S; ++row) {
-      float* x = w.data() + row * S;
-      x[0] = 0;
-      float sum = 0;
-      for (size_t k = 1; k < S; ++k) sum += x[k];
-      for (size_t k = 1; k < S; ++k) x[k] = sum > 0 ? x[k] / sum : 0.0f;
+  if (show_sinks_ && sinks_generation_ != generation) {
+    sinks_generation_ = generation;
+    const auto share = first_token_attention(r.trace, r.num_layers);
+    const size_t heads = share.empty() ? 0 : share[0].size();
+    sinks_ = Tensor::from_shape({share.size(), heads});
+    for (size_t l = 0; l < share.size(); ++l)
+      for (size_t h = 0; h < heads; ++h) sinks_(l, h) = float(share[l][h]);
+    sink_layer_labels_.clear();
+    sink_head_labels_.clear();
+    for (size_t l = 0; l < share.size(); ++l) sink_layer_labels_.push_back("L" + std::to_string(l));
+    for (size_t h = 0; h < heads; ++h) sink_head_labels_.push_back("H" + std::to_string(h));
+  }
+  if (hide_first_ && without_first_generation_ != generation) {
+    without_first_generation_ = generation;
+    // Each layer's weights without the first key, every row renormalised over the others (a row that
+    // sees only the first key, the first query's, stays 0).
+    without_first_.clear();
+    for (size_t l = 0; l < r.num_layers; ++l) {
+      Tensor w = r.trace.at(weights_stage_name(r, l));
+      const size_t S = w.shape(3);
+      for (size_t row = 0; row < w.size() / S; ++row) {
+        float* x = w.data() + row * S;
+        x[0] = 0;
+        float sum = 0;
+        for (size_t k = 1; k < S; ++k) sum += x[k];
+        for (size_t k = 1; k < S; ++k) x[k] = sum > 0 ? x[k] / sum : 0.0f;
+      }
+      without_first_.push_back(std::move(w));
     }
-    without_first_.push_back(std::move(w));
   }
 }
 
@@ -62,9 +67,9 @@ void App::draw_sinks_map(float width, float height) {
   ImGui::PushStyleColor(ImGuiCol_Text, dim_color);
   ImGui::TextWrapped("%s", tr(Str::sinks_caption));
   ImGui::PopStyleColor();
-  refresh(sinks_map_, {sink_generation_, &sinks_, 0, 0}, sinks_, ColorMap::sequential);
-  draw_heatmap(sinks_map_, &sink_layer_labels_, &sink_head_labels_, width, height - ImGui::GetTextLineHeightWithSpacing() * 2,
-               "sinks");
+  refresh(sinks_map_, {sinks_generation_, &sinks_, 0, 0}, sinks_, ColorMap::sequential);
+  draw_heatmap(sinks_map_, &sink_layer_labels_, &sink_head_labels_, width,
+               height - ImGui::GetTextLineHeightWithSpacing() * 2, "sinks");
 }
 
 // --- rotary positions, in the Positional encoding tab ---
@@ -108,7 +113,8 @@ void App::draw_rotary_view(const Computed& r, float width) {
   ImGui::TextWrapped(tr(Str::rotary_split_caption), tokens[size_t(rotary_query_)].c_str(), rotary_query_,
                      tokens[size_t(rotary_key_)].c_str(), rotary_key_, s.score, rotary_pairs_.size());
   if (s.unrotated != 0) ImGui::TextWrapped(tr(Str::rotary_unrotated), s.unrotated);
-  const float plot_h = std::max(60.0f, (ImGui::GetContentRegionAvail().y - 3 * ImGui::GetTextLineHeightWithSpacing()) / 2);
+  const float line = ImGui::GetTextLineHeightWithSpacing();
+  const float plot_h = std::max(60.0f, (ImGui::GetContentRegionAvail().y - 3 * line) / 2);
   ImGui::PlotHistogram("##pairs", rotary_pairs_.data(), int(rotary_pairs_.size()), 0, nullptr, FLT_MAX, FLT_MAX,
                        ImVec2(width, plot_h));
   record_box(layout_, LayoutKind::heatmap, "rotary", "", ImGui::GetItemRectMin(), ImGui::GetItemRectMax());

@@ -1,7 +1,8 @@
 // The App's Generate tab: a GPT-2 (a loaded checkpoint or the Train tab's language model) or a Llama-family
 // decoder continues a prompt a token a frame, with core/model/generate.hpp's TokenGenerator (the code attn
-// generate runs, so the same settings give the same tokens); a generated token shows where the position that predicted it
-// attended (one layer's heads over the tokens before it) and the distribution it was drawn from.
+// generate runs, so the same settings give the same tokens); a generated token shows where the position
+// that predicted it attended (one layer's heads over the tokens before it) and the distribution it was
+// drawn from.
 #include <algorithm>
 #include <cstdio>
 

@@ -144,9 +144,8 @@ void App::draw_ablation_grid(const Computed& r, ImVec2 size) {
     return &s->value;
   };
   int layer = -1, head = -1;
-  const size_t group = r.stages.kv_heads ? r.stages.heads / r.stages.kv_heads : 1;  // grouped-query attention
   if (draw_head_grid(ablation_grid_, ablation_cells_, r.stages.layers, r.stages.heads, cell, size, layer, head,
-                     "ablation grid", Str::ablation_grid_tip, group)) {
+                     "ablation grid", Str::ablation_grid_tip, r.stages.group())) {  // grouped-query attention
     toggle(draft_.ablation.heads, HeadIndex{size_t(layer), size_t(head)});
     apply(draft_);
   }

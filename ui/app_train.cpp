@@ -172,9 +172,8 @@ void App::draw_model_view() {
     return shown;
   };
   // Grouped-query attention: the query heads under the key/value head they share.
-  const size_t group = r->stages.kv_heads ? heads / r->stages.kv_heads : 1;
   if (draw_head_grid(stage_grid_, stage_cells_, layers, heads, cell, ImGui::GetContentRegionAvail(), layer, head, "grid",
-                     Str::grid_tip, group)) {
+                     Str::grid_tip, r->stages.group())) {
     set_layer(layer);
     head_ = head;
     stage_ = weights_stage_name(*r, size_t(layer));

@@ -594,6 +594,16 @@ void compute_transformer(const PlaygroundConfig& c, const Computed* previous, co
   out.lengths = std::move(batch.lengths);
 }
 
+// A checkpoint's mask [B, S, S]: 1 where a query may attend a key, a real token (before its row's length)
+// and, for a causal model, not after the query.
+Tensor checkpoint_mask(const std::vector<size_t>& lengths, size_t S, bool causal) {
+  Tensor mask = Tensor::from_shape({lengths.size(), S, S});
+  for (size_t b = 0; b < lengths.size(); ++b)
+    for (size_t q = 0; q < S; ++q)
+      for (size_t k = 0; k < S; ++k) mask(b, q, k) = k < lengths[b] && (!causal || k <= q) ? 1.0f : 0.0f;
+  return mask;
+}
+
 // A checkpoint on the sentences: its own tokenizer, its own mask (BERT: padding, GPT-2: the future).
 void compute_pretrained(const Pretrained& p, const PlaygroundConfig& c, Computed& out) {
   PretrainedBatch batch = tokenize_pretrained(p, c.sentences);
@@ -607,11 +617,7 @@ void compute_pretrained(const Pretrained& p, const PlaygroundConfig& c, Computed
   out.stages = model_stages(t);
   out.trace = ablated_trace(c.ablation, out.stages, batch.input.lengths, run,
                             t.family == ModelFamily::gpt2 ? "next_token_probs" : nullptr, &out.clean_output);
-  out.mask = Tensor::from_shape({B, S, S});
-  for (size_t b = 0; b < B; ++b)
-    for (size_t q = 0; q < S; ++q)
-      for (size_t k = 0; k < S; ++k)
-        out.mask(b, q, k) = k < batch.input.lengths[b] && (t.family == ModelFamily::bert || k <= q) ? 1.0f : 0.0f;
+  out.mask = checkpoint_mask(batch.input.lengths, S, t.family == ModelFamily::gpt2);
   out.num_layers = t.num_layers;
   out.layer_names = layer_names_of(t.family);
   out.pe_table = p.model.position_embeddings;
@@ -637,10 +643,7 @@ void compute_decoder(const LoadedModel& loaded, const PlaygroundConfig& c, Compu
   out.stages = m.stages();
   out.trace = ablated_trace(c.ablation, out.stages, in.lengths, [&](const Hooks* hooks) { return m.forward(in, hooks); },
                             "next_token_probs", &out.clean_output);
-  out.mask = Tensor::from_shape({B, S, S});
-  for (size_t b = 0; b < B; ++b)
-    for (size_t q = 0; q < S; ++q)
-      for (size_t k = 0; k < S; ++k) out.mask(b, q, k) = k < in.lengths[b] && k <= q ? 1.0f : 0.0f;
+  out.mask = checkpoint_mask(in.lengths, S, true);
   out.num_layers = t.num_layers;
   out.layer_names = {"model.layers.", "self_attn.queries_rotated", "self_attn.keys_rotated", "self_attn.attn_weights"};
   const Tensor& angles = out.trace.at("model.rotary_emb.angles");  // [1, S, d]

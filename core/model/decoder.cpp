@@ -346,10 +346,6 @@ void split_fused_qkv(DecoderLayer& l, size_t heads, size_t d) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 // Each layer holds at least four weights (queries, the output projection, the MLP's two or three): a
 // config claiming more layers than a quarter of the file's tensors is refused before anything is sized
 // by it (a config.json may say 10⁹ layers).
@@ -701,7 +697,8 @@ void check_decoder_input(const DecoderModel& m, const std::vector<int64_t>& ids,
   if (past + seq > c.max_positions)
     throw InputError("a sequence has " + std::to_string(past + seq) + " tokens, more than the model's " +
                      std::to_string(c.max_positions) + " positions (max_position_embeddings)");
-  check_fits_in_memory(4.0 * decoder_trace_floats(c, batch, seq, past), "the trace of " + std::to_string(batch) + " sequences of " + std::to_string(seq) + " tokens");
+  check_fits_in_memory(4.0 * decoder_trace_floats(c, batch, seq, past),
+                       "the trace of " + std::to_string(batch) + " sequences of " + std::to_string(seq) + " tokens");
 }
 
 // Gemma: the embeddings × √hidden, the factor rounded to the weights' dtype (float32 here) first.

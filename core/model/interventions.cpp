@@ -266,7 +266,7 @@ std::vector<HeadIndex> key_value_group(const std::string& item, const ModelStage
     throw InputError("--ablate " + item + ": key/value head " + std::to_string(kv.head) + " is out of range (layer " +
                      std::to_string(kv.layer) + " has " + std::to_string(m.kv_heads) +
                      (m.kv_heads == 1 ? " key/value head)" : " key/value heads)"));
-  const size_t g = m.heads / m.kv_heads;
+  const size_t g = m.group();
   std::vector<HeadIndex> group;
   for (size_t h = kv.head * g; h < (kv.head + 1) * g; ++h) group.push_back({kv.layer, h});
   return group;

@@ -28,6 +28,7 @@ struct ModelStages {
   size_t layers = 0, heads = 0, head_dim = 0;
   bool norm_first = false, final_norm = false;  // the classifier's
   size_t kv_heads = 0;  // the Llama family's key/value heads, each serving heads / kv_heads query heads; 0: none
+  size_t group() const { return kv_heads ? heads / kv_heads : 1; }  // query heads per key/value head
   size_t hidden = 0;    // the residual stream's width when it is not heads · head_dim (Qwen3); 0: it is
   size_t width() const { return hidden ? hidden : heads * head_dim; }
 };
