@@ -117,7 +117,7 @@ struct Sink {
   uint64_t offset = 0;
   bool started = false;
   int write_errno = 0;
-  std::function<void(uint64_t)> progress;
+  std::function<bool(uint64_t)> progress;  // false: stop the transfer (cancelled)
 
   bool restart_if_whole() {
     long status = 0;
@@ -160,8 +160,7 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
 
 int on_transfer(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   auto& sink = *static_cast<Sink*>(user);
-  if (sink.progress) sink.progress(sink.offset);
-  return 0;
+  return sink.progress && !sink.progress(sink.offset) ? 1 : 0;  // non-zero: libcurl aborts
 }
 
 class Request {
@@ -270,8 +269,8 @@ uint64_t size_or_zero(const std::string& path) {
 // the snapshot's links and refs/<revision> are written once every file is there.
 class Download {
  public:
-  Download(const Reference& ref, const Settings& settings, bool quiet)
-      : ref_(ref), s_(settings), cache_{settings.cache, ref.repo_id}, quiet_(quiet) {
+  Download(const Reference& ref, const Settings& settings, bool quiet, Watch watch)
+      : ref_(ref), s_(settings), cache_{settings.cache, ref.repo_id}, quiet_(quiet), watch_(std::move(watch)) {
     if (is_commit_hash(ref_.revision)) commit_ = ref_.revision;
     if (!commit_.empty() || !s_.offline) return;
     commit_ = cached_commit();
@@ -305,6 +304,7 @@ class Download {
       throw InputError("offline (HF_HUB_OFFLINE=1), and " + file + " of " + ref_.repo_id + " (commit " + commit_ +
                        ") is not in the cache: no " + cache_.pointer(commit_, file));
     }
+    if (watch_ && !watch_(file, 0, 0)) throw InputError("the download of " + what(file) + " was cancelled");
     // Once config.json told the commit, the other files are asked at that commit: one snapshot.
     const auto [r, url] = head(file_url(s_.endpoint, {ref_.repo_id, commit_.empty() ? ref_.revision : commit_}, file));
     if (!r.reached() || r.status >= 500) return unreachable(file, required, r);
@@ -385,6 +385,9 @@ class Download {
     for (int attempt = 0; attempt == 0 || have < m.size; ++attempt) {
       const Response r = transfer(file, m, url, part, have);
       have = size_or_zero(part);
+      if (r.code == CURLE_ABORTED_BY_CALLBACK)
+        throw InputError("the download of " + what(file) + " was cancelled at " + std::to_string(have) + " of " +
+                         std::to_string(m.size) + " bytes; the part is kept in " + part + " to be resumed");
       if (have >= m.size) break;
       if (attempt > 0 || r.code == CURLE_OK)
         throw InputError(what(file) + ": the download stopped at " + std::to_string(have) + " of " +
@@ -415,7 +418,10 @@ class Download {
     sink.offset = have;
     if (have < m.size) {
       Progress progress(ref_.repo_id + " " + file, m.size, have, quiet_);
-      sink.progress = [&](uint64_t done) { progress.update(done); };
+      sink.progress = [&](uint64_t done) {
+        progress.update(done);
+        return !watch_ || watch_(file, done, m.size);
+      };
       r = Request(url, token_for(url)).get(sink);
       progress.update(sink.offset);
     }
@@ -508,14 +514,15 @@ class Download {
   Settings s_;
   RepoCache cache_;
   bool quiet_;
+  Watch watch_;
   std::string commit_;  // the snapshot's: the revision when it is a commit hash, else the server's or refs/'s
   std::vector<std::pair<std::string, std::string>> links_;  // (file, etag) of the blobs obtained
 };
 
 }  // namespace
 
-std::string snapshot(const Reference& ref, const Settings& settings, bool quiet) {
-  return Download(ref, settings, quiet).run();
+std::string snapshot(const Reference& ref, const Settings& settings, bool quiet, const Watch& watch) {
+  return Download(ref, settings, quiet, watch).run();
 }
 
 }  // namespace attn::hub

@@ -68,4 +68,8 @@ test -f "$deps/pcre2/src/pcre2_compile.c"
 if [ ! -d "$root/tests/tokenizers/node_modules/gpt-3-encoder" ]; then
   (cd "$root/tests/tokenizers" && npm ci --no-audit --no-fund --loglevel=error)
 fi
+# huggingface.js's Hub client, whose cache attnlab's must share (tests/hub_check.py; its lock file's versions).
+if [ ! -d "$root/tests/hub/node_modules/@huggingface/hub" ]; then
+  (cd "$root/tests/hub" && npm ci --no-audit --no-fund --loglevel=error)
+fi
 "$root/scripts/deps-gui.sh"  # the playground: GLFW, Xvfb, Chromium, fonts, ImGui sources, playwright-core

@@ -8,7 +8,8 @@ on the server: the outputs equal --model-dir's on the same fixtures; the cache i
 layout, file by file, with blob names and contents checked against hashlib's digests of the fixtures;
 cached runs make no request (the server's log); faults (a dropped connection, a corrupted byte, a
 gated or missing repository, HTML for a config, a full disk) end as documented; two processes share
-one download; a lock held as Python's filelock holds it (fcntl.flock) is waited for.
+one download; a lock held as Python's filelock holds it (fcntl.flock) is waited for; a cache the npm
+package @huggingface/hub wrote is read with no request, and attnlab's is read back by it.
 """
 import fcntl
 import hashlib
@@ -419,6 +420,42 @@ def local_folder_wins(server, tmp, bert_ref):
           "a local folder named as a repository wins, with no request", r.stderr)
 
 
+def npm_cache(server, cache, repo, revision, files):
+    """@huggingface/hub's downloadFileToCacheDir of each file (tests/hub/npm_cache.mjs): {file: path}, or None."""
+    r = subprocess.run(["node", str(ROOT / "hub" / "npm_cache.mjs"), server.endpoint, str(cache.hub), repo, revision,
+                        *files], capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0, f"@huggingface/hub downloads {repo}@{revision[:8]}", r.stdout + r.stderr)
+    return json.loads(r.stdout.splitlines()[-1]) if r.returncode == 0 else None
+
+
+def npm_interop(server, tmp, gpt2_ref):
+    """The npm package @huggingface/hub (huggingface.js, pinned) and attnlab share one cache: what either
+    downloaded, the other reads with no request."""
+    if not (ROOT / "hub" / "node_modules" / "@huggingface" / "hub").is_dir():
+        return check(False, "the npm package @huggingface/hub is installed in tests/hub (scripts/deps.sh)")
+    cache = Cache(tmp, "npm-wrote")
+    commit = server.commit(GPT2)
+    files = sorted(p.name for p in (FIXTURES / "gpt2_tiny").iterdir())
+    if npm_cache(server, cache, GPT2, commit, files) is None:
+        return
+    server.reset()
+    r = encode(f"{GPT2}@{commit}", server, cache, env=environment(server, cache, HF_HUB_OFFLINE="1"))
+    check(r.returncode == 0 and r.stdout == gpt2_ref and not server.log(),
+          "a cache @huggingface/hub wrote is read by attn --model NAME@COMMIT with no request", r.stderr + str(server.log()))
+
+    cache = Cache(tmp, "attn-wrote")
+    commit = server.commit(BERT)
+    r = encode(BERT, server, cache, "--quiet")
+    snapshot = cache.storage(BERT) / "snapshots" / commit
+    files = sorted(p.name for p in snapshot.iterdir()) if snapshot.is_dir() else []
+    server.reset()
+    paths = npm_cache(server, cache, BERT, commit, files) or {}
+    same = all(pathlib.Path(paths.get(f, "/none")).read_bytes() == (FIXTURES / "bert_tiny" / f).read_bytes() for f in files)
+    check(r.returncode == 0 and files and same and all(str(snapshot) in p for p in paths.values()) and not server.log(),
+          f"attnlab's cache is read by @huggingface/hub with no request ({len(files)} files of the snapshot)",
+          str(paths) + str(server.log()))
+
+
 def offline_and_unreachable(server, tmp, commit, gpt2_ref):
     cache = Cache(tmp, "offline")
     server.reset()
@@ -472,6 +509,7 @@ def main():
         bad_names(server, tmp)
         local_folder_wins(server, tmp, bert_ref)
         offline_and_unreachable(server, tmp, commit, gpt2_ref)
+        npm_interop(server, tmp, gpt2_ref)
         terminal_progress(server, tmp)
     finally:
         server.stop()

@@ -1,4 +1,4 @@
-// The Hub cache's pure parts (native/hub_cache.hpp): repository ids as huggingface_hub's
+// The Hub cache's pure parts (core/model/hub_cache.hpp): repository ids as huggingface_hub's
 // validate_repo_id judges them, revisions, the cache's paths and links, URLs, headers and etags, and
 // the digests, each against values Python computed (huggingface_hub's regex and rules, urllib's quote,
 // hashlib, git hash-object), stated here as constants.
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "core/base/error.hpp"
-#include "native/hub_cache.hpp"
+#include "native/hub_digest.hpp"
 
 namespace {
 

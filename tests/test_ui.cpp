@@ -56,7 +56,33 @@ TEST_CASE("ui hash refuses bad settings", "[ui]") {
   CHECK_THROWS_AS(from_hash("mask=sideways"), InputError);
   CHECK_THROWS_AS(from_hash("s=%E"), InputError);
   CHECK_THROWS_AS(from_hash("dropout=1.5"), InputError);
-  CHECK_THROWS_AS(from_hash("model=lstm"), InputError);
+  CHECK_THROWS_AS(from_hash("model=lstm@"), InputError);  // no kind, and no Hub name either
+}
+
+TEST_CASE("ui hash names a Hub model (model=ORG/NAME@REVISION) and the Hub's address (hub=)", "[ui][hub]") {
+  const PlaygroundConfig c = from_hash("model=attnlab-test%2Fllama-tiny%40v1.0&hub=http%3A%2F%2F127.0.0.1%3A8080%2F&s=hi");
+  CHECK(c.model == ModelKind::loaded);
+  CHECK(c.hub == "attnlab-test/llama-tiny@v1.0");
+  CHECK(c.hub_endpoint == "http://127.0.0.1:8080");  // its trailing '/' dropped, as HF_ENDPOINT's
+  CHECK(to_hash(c) == "model=attnlab-test%2Fllama-tiny%40v1.0&hub=http%3A%2F%2F127.0.0.1%3A8080&s=hi");
+  CHECK(from_hash(to_hash(c)) == c);
+  CHECK(from_hash("model=gpt2").hub == "gpt2");                // a name without an organisation, as the Hub's oldest
+  CHECK(from_hash("model=org/name@main").hub == "org/name");  // main, the default revision, is not written
+  CHECK(model_setting(from_hash("model=org/name")) == "org/name");
+  CHECK(settings_json(c).at("model") == "attnlab-test/llama-tiny@v1.0");
+  CHECK(settings_json(c).at("hub") == "http://127.0.0.1:8080");
+  CHECK_THROWS_WITH(from_hash("model=org//name"), Catch::Contains("ORG/NAME[@REVISION]"));
+  CHECK_THROWS_WITH(from_hash("model=org/name@a..b"), Catch::Contains("'..'"));
+  for (const char* bad : {"hub=ftp%3A%2F%2Fx", "hub=http%3A%2F%2F", "hub=127.0.0.1", "hub=http%3A%2F%2Fa%20b"})
+    CHECK_THROWS_WITH(from_hash(bad), Catch::Contains("hub must be the Hub's address"));
+  // Another kind forgets the Hub model, not the address; a Hub name from the JS API as from the hash.
+  const PlaygroundConfig t = apply_settings(c, Json{{"model", "transformer"}});
+  CHECK((t.model == ModelKind::transformer && t.hub.empty() && t.hub_endpoint == c.hub_endpoint));
+  CHECK(apply_settings(PlaygroundConfig(), Json{{"model", "org/name@v2"}}).hub == "org/name@v2");
+  // Until the download has given the model, computing says what is missing.
+  Playground p(c);
+  p.update();
+  CHECK(p.error() == "attnlab-test/llama-tiny@v1.0 is not loaded yet (it downloads under \"Hugging Face model\")");
 }
 
 TEST_CASE("ui JS settings", "[ui]") {

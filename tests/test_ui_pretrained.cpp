@@ -250,6 +250,20 @@ TEST_CASE("ui runs a Llama-family folder with its tokenizer.json, rotary angles 
   CHECK(std::abs(next[0].probability - r.trace.at("next_token_probs")(1, size_t(next[0].id))) < 1e-6);
 }
 
+TEST_CASE("ui names a Hub snapshot's model by its repository, not its files", "[ui][hub]") {
+  ModelFiles files = sort_model_files({dir + "llama_tiny"});
+  files.hub = "attnlab-test/llama-tiny";
+  const auto model = load_model(files);
+  CHECK(model->name == "LlamaForCausalLM: attnlab-test/llama-tiny");
+  CHECK(model->hub == "attnlab-test/llama-tiny");
+  PlaygroundConfig c = from_hash("model=attnlab-test%2Fllama-tiny&s=the%20cat");
+  attach_model(c, model);
+  Playground p(c);
+  p.update();
+  CHECK(p.error().empty());
+  CHECK(to_hash(p.config()).rfind("model=attnlab-test%2Fllama-tiny&", 0) == 0);
+}
+
 TEST_CASE("ui shows a decoder's weights without its mask: the same scores, capped, over every key", "[ui]") {
   // Gemma 2's capped scores, grouped heads and a sliding window of 3 on its even layers.
   PlaygroundConfig c = loaded_config(sort_model_files({with_tokenizer("gemma2_cap")}), {"the cat sat on the mat and the dog"});

@@ -525,6 +525,7 @@ void App::draw_controls() {
     attach_model(draft_, loaded);
     apply(draft_);
   }
+  draw_hub();
   draw_model_files();
   if (const Computed* r = playground_.result())
     ImGui::TextColored(dim_color, tr(Str::computed_in), r->parameter_count, r->compute_ms);
@@ -698,12 +699,16 @@ void App::start_loading(ModelFiles files) {
 
 std::string App::use_model(LoadResult loaded) {
   set_language(language_of(playground_.config()));  // before any frame (attn-gui --model-dir --lang ko)
+  const bool from_hub = bool(hub_reading_);
+  hub_reading_.reset();  // the model holds its own copy of the files
   if (!loaded.model) {
+    if (from_hub) hub_gave_up(loaded.error, "");
     status_ = format(Str::status_load_failed, loaded.error.c_str());
     return loaded.error;
   }
   PlaygroundConfig c = playground_.config();
   c.model = ModelKind::loaded;
+  c.hub = loaded.model->hub;
   attach_model(c, std::move(loaded.model));
   apply(c);
   status_ = format(Str::status_loaded, c.loaded->name.c_str());
@@ -711,7 +716,7 @@ std::string App::use_model(LoadResult loaded) {
 }
 
 bool App::busy() const {
-  return loader_.running() || train_view_.status.running || patching_.running() || generate_running_;
+  return loader_.running() || hub_download_ || train_view_.status.running || patching_.running() || generate_running_;
 }
 
 // A read on the loader's thread: its progress bar and Cancel, then its model or its message.
@@ -1284,6 +1289,7 @@ Json App::view_json() const {
             {"patching", patching_json()}}},
           {"train", train},
           {"generate", generate_json()},
+          {"hub", hub_json()},
           {"compare", compare_json()},
           {"layout", {{"boxes", layout_.boxes().size()}, {"problems", layout_.problems()}}}};
 }

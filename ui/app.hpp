@@ -4,6 +4,7 @@
 // texture and cached number below is rebuilt only when its key (configuration/result generation,
 // selected stage, indices) changes.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -13,6 +14,7 @@
 
 #include <imgui.h>
 
+#include "ui/hub.hpp"
 #include "ui/layout_check.hpp"
 #include "ui/model_files.hpp"
 #include "ui/patching.hpp"
@@ -46,6 +48,12 @@ class Platform {
   // (called on the GUI thread, once per selection; throws InputError when unavailable).
   virtual std::vector<std::string> backend_names() const { return {}; }
   virtual BackendFactory backend_factory() { return nullptr; }
+  // The Hugging Face Hub (ui/hub.hpp): whether this shell downloads from it (else no field is drawn), and a
+  // download of `ref`'s files from `endpoint` ("" is the shell's default) started.
+  virtual bool has_hub() const { return false; }
+  virtual std::unique_ptr<HubDownload> open_hub(const hub::Reference& /*ref*/, const std::string& /*endpoint*/) {
+    return nullptr;
+  }
 };
 
 // What a heatmap's texture shows: rebuilt only when this changes.
@@ -106,6 +114,11 @@ class App {
   // The same on a worker thread (at once where there are none): the Model files section shows its
   // progress with a Cancel button, and the model is switched to on the frame after it has been read.
   void start_loading(ModelFiles files);
+  // Downloads a Hugging Face Hub model ("ORG/NAME[@REVISION]") with the shell's client and switches to it
+  // once read (the field's Open button, and links: model=ORG/NAME); returns "" or why it cannot start.
+  std::string open_hub_model(const std::string& name);
+  // The download's Cancel button: what has arrived stays in the cache; the model shown before stays.
+  void cancel_hub_download();
   // True while something changes on its own (a model being read, training playing): the shell should
   // draw frames without waiting for input.
   bool busy() const;
@@ -180,6 +193,12 @@ class App {
   void draw_next_tokens();
   void draw_model_files();
   void draw_loading();
+  // The "Hugging Face model" field and its download (ui/app_hub.cpp).
+  void draw_hub();
+  void draw_hub_progress();
+  void poll_hub();
+  void hub_gave_up(const std::string& error, const std::string& status);
+  Json hub_json() const;
   std::string use_model(LoadResult loaded);
   void draw_pipeline();
   void set_layer(int layer);
@@ -386,6 +405,13 @@ class App {
   // The Train tab: the run, what the UI last copied of it, and its view.
   Training training_;
   ModelLoader loader_;
+  // The Hub download: the shell's, and a finished one whose files the loader reads; the name it fetches,
+  // the last name asked for (a link's is asked for once, not again every frame after a failure), the last
+  // failure, the field's text.
+  std::unique_ptr<HubDownload> hub_download_, hub_reading_;
+  std::string hub_pending_, hub_requested_, hub_error_;
+  std::chrono::steady_clock::time_point hub_started_;
+  char hub_name_[256] = {};
   Training::View train_view_;
   uint64_t train_synced_generation_ = 0;  // the configuration generation the run was built for
   std::string train_error_;

@@ -199,8 +199,13 @@ std::shared_ptr<const LoadedModel> load_model(const ModelFiles& files, const Rea
     out->decoder = m.decoder;
     out->decoder_tokenizer = m.decoder_tokenizer;
     // The files' names: in the browser their folder is a temporary one the user never chose.
-    out->name = (m.decoder ? m.decoder->config.architecture : m.pretrained->model.config.architecture) + ": " +
-                file_name(f.config) + " + " + file_name(f.weights);
+    out->name = (m.decoder ? m.decoder->config.architecture : m.pretrained->model.config.architecture) + ": ";
+    out->hub = files.hub;
+    if (!files.hub.empty()) {
+      out->name += files.hub;
+      return out;
+    }
+    out->name += file_name(f.config) + " + " + file_name(f.weights);
     for (const std::string* p : {&f.vocab, &f.merges, &f.tokenizer_json})
       if (!p->empty()) out->name += " + " + file_name(*p);
     return out;

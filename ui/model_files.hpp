@@ -27,10 +27,12 @@ struct ModelFiles {
   std::string config;   // JSON config, optional (then the classifier's defaults, as `attn encode`)
   std::string vocab;    // vocabulary JSON {token: id}, optional (then built from the sentences)
   std::optional<PretrainedFiles> pretrained;  // a checkpoint's files instead of the three above
+  std::string hub;  // "ORG/NAME@REVISION" when the files are a Hub snapshot's (ui/hub.hpp): the model's name
 };
 
 struct LoadedModel {
-  std::string name;  // the files' names, for the UI
+  std::string name;  // the files' names, for the UI; a Hub model's "ARCHITECTURE: ORG/NAME@REVISION"
+  std::string hub;   // a Hub model's "ORG/NAME@REVISION" (its link: model=… in the URL hash), else empty
   TransformerModel model;
   std::optional<Vocab> vocab;
   std::shared_ptr<const Pretrained> pretrained;  // a BERT or GPT-2 checkpoint instead of the classifier

@@ -14,6 +14,7 @@
 #include "core/backend/device_model.hpp"
 #include "core/base/error.hpp"
 #include "core/io/npy.hpp"
+#include "core/model/hub_cache.hpp"
 #include "core/torch/rng.hpp"
 #include "ui/model_files.hpp"
 #include "ui/strings.hpp"
@@ -28,7 +29,8 @@ bool PlaygroundConfig::operator==(const PlaygroundConfig& o) const {
          max_len == o.max_len && mask == o.mask && num_heads == o.num_heads && num_layers == o.num_layers &&
          d_ff == o.d_ff && num_classes == o.num_classes && dropout == o.dropout && train == o.train &&
          norm_first == o.norm_first && loaded == o.loaded && training == o.training && lang == o.lang &&
-         tour == o.tour && ablation == o.ablation && patching == o.patching;
+         tour == o.tour && ablation == o.ablation && patching == o.patching && hub == o.hub &&
+         hub_endpoint == o.hub_endpoint;
 }
 
 PlaygroundConfig defaults_for(ModelKind kind, const PlaygroundConfig& keep) {
@@ -36,6 +38,8 @@ PlaygroundConfig defaults_for(ModelKind kind, const PlaygroundConfig& keep) {
   c.model = kind;
   c.sentences = keep.sentences;
   c.seed = keep.seed;
+  if (kind == ModelKind::loaded) c.hub = keep.hub;
+  c.hub_endpoint = keep.hub_endpoint;
   c.mask = keep.mask;
   c.training = keep.training;
   c.lang = keep.lang;
@@ -110,6 +114,37 @@ ModelKind parse_model_kind(const std::string& text) {
   throw InputError("model must be 'tutorial', 'transformer' or 'loaded' (got '" + text + "')");
 }
 
+namespace {
+
+// The value of model=…: a kind, or a Hub repository ORG/NAME[@REVISION] (the loaded kind, that model).
+void set_model(PlaygroundConfig& c, const std::string& text) {
+  if (text == "tutorial" || text == "transformer" || text == "loaded") {
+    const ModelKind kind = parse_model_kind(text);
+    if (kind != c.model) c = defaults_for(kind, c);
+    if (kind != ModelKind::loaded || (c.loaded && c.loaded->hub.empty())) c.hub.clear();
+    return;
+  }
+  hub::Reference ref;
+  try {
+    ref = hub::parse_reference(text);
+  } catch (const InputError& e) {
+    throw InputError("model must be 'tutorial', 'transformer', 'loaded' or a Hugging Face repository "
+                     "ORG/NAME[@REVISION]: " + std::string(e.what()));
+  }
+  if (c.model != ModelKind::loaded) c = defaults_for(ModelKind::loaded, c);
+  c.hub = hub_name(ref);
+}
+
+}  // namespace
+
+std::string hub_name(const hub::Reference& ref) {
+  return ref.repo_id + (ref.revision == "main" ? "" : "@" + ref.revision);
+}
+
+std::string model_setting(const PlaygroundConfig& c) {
+  return c.model == ModelKind::loaded && !c.hub.empty() ? c.hub : model_kind_name(c.model);
+}
+
 // --- URL hash ---
 
 std::string percent_encode(const std::string& text) {
@@ -166,6 +201,18 @@ size_t parse_count(const std::string& key, const std::string& value, size_t min)
   const size_t n = size_t(std::stoull(value));
   if (n < min) throw InputError(key + " must be at least " + std::to_string(min) + " (got " + value + ")");
   return n;
+}
+
+// hub=…: the Hub's address, http(s)://HOST[:PORT][/PATH] without a trailing '/' (huggingface_hub's
+// HF_ENDPOINT); empty: the shell's default.
+std::string parse_endpoint(std::string value) {
+  while (!value.empty() && value.back() == '/') value.pop_back();
+  const std::string origin = hub::url_origin(value);
+  const bool http = origin.rfind("http://", 0) == 0 || origin.rfind("https://", 0) == 0;
+  const bool host = origin.size() > origin.find("://") + 3 && value.find_first_of(" \t\r\n\"'<>\\`") == std::string::npos;
+  if (!value.empty() && !(http && host))
+    throw InputError("hub must be the Hub's address, https://HOST or http://HOST:PORT (got '" + value + "')");
+  return value;
 }
 
 uint64_t parse_seed_text(const std::string& value) {
@@ -242,6 +289,7 @@ void set_field(PlaygroundConfig& c, const std::string& key, const std::string& v
   else if (key == "ablate") c.ablation.heads = value.empty() ? std::vector<HeadIndex>() : parse_head_list(value, key);
   else if (key == "ablate_mlp") c.ablation.mlps = value.empty() ? std::vector<size_t>() : parse_layer_list(value, key);
   else if (key == "ablation") c.ablation.kind = parse_ablation_kind(value);
+  else if (key == "hub") c.hub_endpoint = parse_endpoint(value);
   else if (std::string* field = patching_field(c.patching, key)) *field = value;
   else throw InputError("unknown setting '" + key + "'");
 }
@@ -262,7 +310,8 @@ std::string to_hash(const PlaygroundConfig& c) {
   const PlaygroundConfig d = defaults_for(c.model);
   std::vector<std::string> parts;
   auto add = [&](const std::string& key, const std::string& value) { parts.push_back(key + "=" + percent_encode(value)); };
-  if (c.model != ModelKind::tutorial) add("model", model_kind_name(c.model));
+  if (c.model != ModelKind::tutorial) add("model", model_setting(c));
+  if (!c.hub_endpoint.empty()) add("hub", c.hub_endpoint);
   if (c.sentences != d.sentences)
     for (const auto& s : c.sentences) add("s", s);
   if (c.seed != d.seed) add("seed", std::to_string(c.seed));
@@ -318,10 +367,9 @@ HashPairs hash_pairs(const std::string& hash) {
 bool is_compare_key(const std::string& key) { return key == "compare" || key.rfind("a.", 0) == 0; }
 
 PlaygroundConfig config_from_pairs(const HashPairs& pairs) {
-  ModelKind kind = ModelKind::tutorial;
+  PlaygroundConfig c = defaults_for(ModelKind::tutorial);
   for (const auto& [k, v] : pairs)
-    if (k == "model") kind = parse_model_kind(v);
-  PlaygroundConfig c = defaults_for(kind);
+    if (k == "model") set_model(c, v);
   std::vector<std::string> sentences;
   for (const auto& [k, v] : pairs) {
     if (k == "model") continue;
@@ -377,8 +425,7 @@ PlaygroundConfig apply_settings(const PlaygroundConfig& base, const Json& settin
   PlaygroundConfig c = base;
   if (settings.contains("model")) {
     if (!settings.at("model").is_string()) throw InputError("model must be a string");
-    const ModelKind kind = parse_model_kind(settings.at("model").get<std::string>());
-    if (kind != c.model) c = defaults_for(kind, c);
+    set_model(c, settings.at("model").get<std::string>());
   }
   for (const auto& [key, value] : settings.items()) {
     if (key == "model") continue;
@@ -407,7 +454,7 @@ PlaygroundConfig apply_settings(const PlaygroundConfig& base, const Json& settin
 }
 
 Json settings_json(const PlaygroundConfig& c) {
-  Json j = {{"model", model_kind_name(c.model)}, {"sentences", c.sentences}, {"seed", c.seed},
+  Json j = {{"model", model_setting(c)}, {"hub", c.hub_endpoint}, {"sentences", c.sentences}, {"seed", c.seed},
             {"mask", mask_kind_name(c.mask)}, {"train", c.train}, {"lang", c.lang}, {"tour", c.tour},
             {"ablate", head_list_text(c.ablation.heads)}, {"ablate_mlp", layer_list_text(c.ablation.mlps)},
             {"ablation", ablation_kind_name(c.ablation.kind)}};
@@ -692,6 +739,8 @@ std::unique_ptr<Computed> compute(const PlaygroundConfig& c, const Computed* pre
   const auto start = std::chrono::steady_clock::now();
   auto out = std::make_unique<Computed>();
   if (c.sentences.empty()) throw InputError(tr(Str::no_sentence));
+  if (c.model == ModelKind::loaded && !c.hub.empty() && (!c.loaded || c.loaded->hub != c.hub))
+    throw InputError(format(Str::hub_not_loaded, c.hub.c_str()));
   if (c.model == ModelKind::loaded && !c.loaded) throw InputError(tr(Str::no_model_files));
   if (c.model == ModelKind::tutorial) {
     compute_tutorial(c, previous, *out);

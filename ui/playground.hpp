@@ -14,6 +14,7 @@
 #include "core/base/json.hpp"
 #include "core/model/decoder.hpp"
 #include "core/model/head_detectors.hpp"
+#include "core/model/hub_cache.hpp"
 #include "core/model/interventions.hpp"
 #include "core/model/pretrained.hpp"
 #include "core/text/tokenizer.hpp"
@@ -44,6 +45,11 @@ struct PlaygroundConfig {
   // The model read from files; kept across model switches so the user can come back to it. Not in
   // the URL hash (a link cannot carry files); for ModelKind::loaded the sizes above mirror its config.
   std::shared_ptr<const LoadedModel> loaded;
+  // A Hugging Face Hub model ("ORG/NAME" or "ORG/NAME@REVISION"; ui/hub.hpp) for ModelKind::loaded: the
+  // one `loaded` holds, or one a link asks for (model=ORG/NAME@REVISION in the hash) until it is
+  // downloaded; empty for a model read from files. hub_endpoint: the Hub's address (hub=…; empty: the
+  // shell's default, huggingface.co or HF_ENDPOINT).
+  std::string hub, hub_endpoint;
   // Heads and feed-forward blocks ablated (core/model/interventions.hpp), checked against the model when
   // computed: the Interventions view's clicks; in the hash as ablate=0.1,1.3&ablate_mlp=0&ablation=mean.
   Ablation ablation;
@@ -76,6 +82,10 @@ PlaygroundConfig defaults_for(ModelKind kind, const PlaygroundConfig& keep = Pla
 void attach_model(PlaygroundConfig& config, std::shared_ptr<const LoadedModel> model);
 std::string model_kind_name(ModelKind kind);  // "tutorial" | "transformer" | "loaded"
 ModelKind parse_model_kind(const std::string& text);
+// A Hub model's name as the UI and links write it: "ORG/NAME", "@REVISION" added when not main.
+std::string hub_name(const hub::Reference& ref);
+// The model setting (model=… in the hash, settings.model): the kind's name, or the Hub model's name.
+std::string model_setting(const PlaygroundConfig& c);
 // The language the UI speaks for this configuration: its `lang`, else the platform's default.
 Lang language_of(const PlaygroundConfig& config);
 

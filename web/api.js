@@ -193,7 +193,9 @@
       return out;
     },
     // set({sentences, seed, d_model, num_heads, num_layers, d_ff, max_len, num_classes, mask, dropout,
-    //      train, norm_first, model, lang, tour, ablate, ablate_mlp, ablation}); lang: 'en', 'ko' or '' (the
+    //      train, norm_first, model, hub, lang, tour, ablate, ablate_mlp, ablation}); model: 'tutorial',
+    //      'transformer', 'loaded' or a Hub model 'ORG/NAME[@REVISION]' (downloaded, as openModel); hub: the
+    //      Hub's address ('' for huggingface.co); lang: 'en', 'ko' or '' (the
     //      browser's language); tour: the guided tour's step, as selectView({tour}); ablate: heads 'L.H,…',
     //      ablate_mlp: layers 'L,…', ablation: 'zero' | 'mean'; throws on unknown keys or bad values;
     //      returns stats() (cheap: state() serialises the view, which timing a change must not include).
@@ -243,8 +245,9 @@
       if (out.error) throw new Error(out.error);
       return out;
     },
-    // {settings, hash, lang (the UI's language), error, status, loaded_model, compute_ms, compute_count,
-    //  frames, last_frame_ms, frame_allocations, view: {tab, stage, tour, lang, …}, training}
+    // {settings, hash, lang (the UI's language), error, status, loaded_model, loaded_hub (a Hub model's
+    //  ORG/NAME[@REVISION]), compute_ms, compute_count, frames, last_frame_ms, frame_allocations, view: {tab,
+    //  stage, tour, lang, hub: {name, running, error, file, done, total}, …}, training}
     state() { return JSON.parse(call('attnlab_state', 'string', [], [])); },
     // {frames, last_frame_ms, frame_allocations, compute_ms, compute_count}: cheap, for polling.
     stats() { return JSON.parse(call('attnlab_stats', 'string', [], [])); },
@@ -291,6 +294,26 @@
     },
     // Every record of the run so far.
     trainingLog() { return JSON.parse(call('attnlab_training_log', 'string', [], [])); },
+    // await openModel('ORG/NAME[@REVISION]', {endpoint}): a Hugging Face Hub model downloaded (web/hub.js: kept
+    // in the browser's Cache Storage, so a reload asks nothing) and switched to, as the "Hugging Face model"
+    // field does; set({model, hub}) with the link's keys (model=ORG/NAME&hub=ENDPOINT). Resolves with state()
+    // once the model is read; rejects with the reason it was not.
+    async openModel(name, options) {
+      const s = { model: String(name) };
+      if (options && options.endpoint != null) s.hub = String(options.endpoint);
+      this.set(s);
+      const error = call('attnlab_hub_open', 'string', [], []);
+      if (error) throw new Error(error);
+      for (;;) {
+        const st = this.state();
+        const hub = st.view.hub;
+        if (st.loaded_hub === st.settings.model) return st;
+        if (hub.name === st.settings.model && !hub.running && hub.error) throw new Error(hub.error);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
+    // The Hub download's Cancel button: openModel rejects, the model shown before stays.
+    cancelDownload() { call('attnlab_hub_cancel', null, [], []); },
     // loadModel({weights, config, vocab}): the files of `attn encode --weights/--config/--vocab`, each an
     // ArrayBuffer or typed array, a JSON string or a plain object; weights required. Or an array of
     // {name, bytes}: files sorted by name and content, as the Model files… picker does (a BERT / GPT-2

@@ -13,16 +13,67 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/base/error.hpp"
+#include "core/io/safetensors_index.hpp"
 #include "core/model/generate.hpp"
+#include "core/model/hub_cache.hpp"
 #include "ui/alloc_count.hpp"
 #include "ui/app.hpp"
 #include "ui/gl_platform.hpp"
 
 namespace {
+
+
+// The page's Hub client (web/hub.js): fetch into the browser's Cache Storage, then the model's files into
+// MEMFS under /hub/<id> (removed with this object, once the model has read them); hub.js reports through
+// attnlab_hub_progress and attnlab_hub_finished.
+class WebHubDownload final : public attn::ui::HubDownload {
+ public:
+  WebHubDownload(const attn::hub::Reference& ref, const std::string& endpoint) : id_(++last_id_) {
+    live()[id_] = this;
+    EM_ASM({ Module.attnlabHubStart($0, UTF8ToString($1), UTF8ToString($2), UTF8ToString($3)); }, id_,
+           ref.repo_id.c_str(), ref.revision.c_str(), endpoint.c_str());
+  }
+  ~WebHubDownload() override {
+    cancel();
+    live().erase(id_);
+    EM_ASM({ Module.attnlabHubForget($0); }, id_);
+  }
+  attn::ui::HubProgress progress() const override { return progress_; }
+  std::optional<attn::ui::HubResult> take() override { return std::exchange(result_, std::nullopt); }
+  void cancel() override {
+    if (finished_) return;
+    finished_ = true;
+    EM_ASM({ Module.attnlabHubCancel($0); }, id_);
+  }
+  static WebHubDownload* find(int id) {
+    const auto it = live().find(id);
+    return it == live().end() ? nullptr : it->second;
+  }
+  void report(attn::ui::HubProgress p) { progress_ = std::move(p); }
+  void finish(attn::ui::HubResult r) {
+    finished_ = true;
+    result_ = std::move(r);
+  }
+
+ private:
+  static std::map<int, WebHubDownload*>& live() {
+    static std::map<int, WebHubDownload*> downloads;
+    return downloads;
+  }
+  static inline int last_id_ = 0;
+  int id_;
+  bool finished_ = false;
+  attn::ui::HubProgress progress_;
+  std::optional<attn::ui::HubResult> result_;
+};
 
 class WebPlatform : public attn::ui::GlPlatform {
  public:
@@ -38,6 +89,10 @@ class WebPlatform : public attn::ui::GlPlatform {
   bool external_sentence_field() const override { return true; }
   bool external_model_picker() const override { return true; }
   std::string font_path() const override { return "/font.ttf"; }  // api.js writes it before main
+  bool has_hub() const override { return true; }
+  std::unique_ptr<attn::ui::HubDownload> open_hub(const attn::hub::Reference& ref, const std::string& endpoint) override {
+    return std::make_unique<WebHubDownload>(ref, endpoint);
+  }
 };
 
 struct State {
@@ -227,6 +282,51 @@ EMSCRIPTEN_KEEPALIVE const char* attnlab_load_model(const char* json) {
   }
 }
 
+// attnlab.openModel: the settings' Hub model (model=ORG/NAME) downloaded now, also one a link asked for
+// that failed; nothing when it is the loaded one. Returns "" or why it cannot start.
+EMSCRIPTEN_KEEPALIVE const char* attnlab_hub_open() {
+  const attn::ui::PlaygroundConfig& c = state->playground.config();
+  if (c.hub.empty() || (c.loaded && c.loaded->hub == c.hub)) return hand_to_js("");
+  return hand_to_js(state->app->open_hub_model(c.hub));
+}
+
+// attnlab.cancelDownload: the Hub download's Cancel button.
+EMSCRIPTEN_KEEPALIVE void attnlab_hub_cancel() { state->app->cancel_hub_download(); }
+
+// web/hub.js's calls: how far download `id` has got, and its end (the MEMFS folder of its files, or why not).
+EMSCRIPTEN_KEEPALIVE void attnlab_hub_progress(int id, const char* file, double done, double total, double earlier) {
+  if (WebHubDownload* d = WebHubDownload::find(id)) d->report({file, uint64_t(done), uint64_t(total), uint64_t(earlier)});
+}
+EMSCRIPTEN_KEEPALIVE void attnlab_hub_finished(int id, const char* folder, const char* error) {
+  if (WebHubDownload* d = WebHubDownload::find(id)) d->finish({folder, error});
+}
+
+// The files a model needs beside its weights, by its config.json (core/model/hub_cache.hpp's
+// tokenizer_files, as attn --model asks for them): {"required": […], "optional": […]} or {"error": "…"}.
+EMSCRIPTEN_KEEPALIVE const char* attnlab_hub_files(const char* repo, const char* config) {
+  try {
+    const attn::Json j = attn::Json::parse(config, nullptr, false);
+    if (j.is_discarded())
+      throw attn::InputError("config.json of " + std::string(repo) + " is not valid JSON (is the repository a model?)");
+    const attn::hub::TokenizerFiles f = attn::hub::tokenizer_files(j, std::string(repo) + "/config.json");
+    return hand_to_js(attn::Json{{"required", f.required}, {"optional", f.optional}}.dump());
+  } catch (const std::exception& e) {
+    return hand_to_js(attn::Json{{"error", e.what()}}.dump());
+  }
+}
+
+// The shards model.safetensors.index.json names: {"shards": […]} or {"error": "…"}.
+EMSCRIPTEN_KEEPALIVE const char* attnlab_hub_shards(const char* repo, const char* index) {
+  try {
+    std::vector<std::string> shards;
+    for (const auto& shard : attn::parse_shard_index(index, std::string(repo) + "'s model.safetensors.index.json"))
+      shards.push_back(shard.first);
+    return hand_to_js(attn::Json{{"shards", shards}}.dump());
+  } catch (const std::exception& e) {
+    return hand_to_js(attn::Json{{"error", e.what()}}.dump());
+  }
+}
+
 // Training (the Train tab): settings as a JSON object of attn train's options (api.js has written a
 // data file into MEMFS and put its path in "data"); returns "" or why the settings are refused.
 EMSCRIPTEN_KEEPALIVE const char* attnlab_train(const char* json) {
@@ -329,6 +429,7 @@ EMSCRIPTEN_KEEPALIVE const char* attnlab_state() {
                     {"status", state->app->status()},
                     {"loaded_model", state->playground.config().loaded ? attn::Json(state->playground.config().loaded->name)
                                                                        : attn::Json()},
+                    {"loaded_hub", state->playground.config().loaded ? state->playground.config().loaded->hub : ""},
                     {"compute_ms", r ? r->compute_ms : 0.0},
                     {"compute_count", state->playground.compute_count()},
                     {"frames", state->frames},

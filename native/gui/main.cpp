@@ -1,11 +1,12 @@
 // attn-gui: the playground's UI (ui/) in a GLFW window with ImGui's OpenGL 3 backend.
 //   attn-gui [--hash "s=…&seed=1"] [--stage NAME] [--tab stage|masks|positional_encoding|train|tour]
-//            [--weights W.safetensors [--config C.json] [--vocab V.json] | --model-dir DIR]
+//            [--weights W.safetensors [--config C.json] [--vocab V.json] | --model-dir DIR | --model NAME[@REVISION]]
 //            [--screenshot out.png --frames N [--max-frame-ms MS]]
 //            [--backend exact|cpu|gl|cuda|auto] [--size WxH] [--trace FILE.json] [--train-steps N]
 //            [--train-log FILE.jsonl] [--view JSON] [--check-layout] [--lang en|ko]
-// --weights/--config/--vocab load a model as `attn encode` does, --model-dir a BERT or GPT-2
-// checkpoint's folder (the UI's "Open model files" fields do the same later). --screenshot renders N frames, writes the last one (glReadPixels) as PNG and exits:
+// --weights/--config/--vocab load a model as `attn encode` does, --model-dir a checkpoint's folder (the
+// UI's "Open model files" fields do the same later), --model a folder or a Hugging Face Hub repository
+// (downloaded as `attn --model` does, with the "Hugging Face model" field's progress bar; docs/hub.md). --screenshot renders N frames, writes the last one (glReadPixels) as PNG and exits:
 // for headless checks under Xvfb; it also reports the heap allocations of the last frame's UI, and with
 // --check-idle fails (exit 1) if that frame allocated or computed (an idle frame must do neither; give
 // ImGui 3 frames to settle first: --frames 4 or more); it prints the slowest frame from the third on (the
@@ -31,7 +32,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,6 +42,7 @@
 #include "core/base/error.hpp"
 #include "core/plot/png.hpp"
 #include "native/backends.hpp"
+#include "native/gui/hub_download.hpp"
 #include "ui/alloc_count.hpp"
 #include "ui/app.hpp"
 #include "ui/drawn_text.hpp"
@@ -58,6 +62,10 @@ class NativePlatform : public attn::ui::GlPlatform {
   bool external_sentence_field() const override { return false; }
   bool external_model_picker() const override { return false; }
   std::string font_path() const override { return ATTN_FONT_PATH; }
+  bool has_hub() const override { return true; }
+  std::unique_ptr<attn::ui::HubDownload> open_hub(const attn::hub::Reference& ref, const std::string& endpoint) override {
+    return std::make_unique<attn::gui::NativeHubDownload>(ref, endpoint);
+  }
   std::vector<std::string> backend_names() const override { return attn::backend_names(); }
   // gl computes in the window's own context, borrowed: a context of its own would replace it on this
   // thread, where the factory is called and the playground computes. "auto" chooses as `attn` does.
@@ -169,7 +177,7 @@ int check_layout(GLFWwindow* window, attn::ui::App& app, const attn::ui::Playgro
 int usage(const char* problem) {
   std::fprintf(stderr,
                "%s\nusage: attn-gui [--hash SETTINGS] [--stage NAME] [--tab TAB] [--weights W.safetensors [--config C.json] "
-               "[--vocab V.json] | --model-dir DIR] [--backend exact|cpu|gl|cuda|auto] [--size WxH] "
+               "[--vocab V.json] | --model-dir DIR | --model NAME[@REVISION]] [--backend exact|cpu|gl|cuda|auto] [--size WxH] "
                "[--screenshot FILE.png --frames N [--check-idle] [--max-frame-ms MS] [--trace FILE.json]] [--train-steps N [--train-log FILE]] "
                "[--patch] [--view JSON] "
                "[--check-layout] [--lang en|ko]\n",
@@ -187,7 +195,7 @@ attn::ui::Lang locale_language() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string hash, stage, screenshot, trace, tab, view, model_dir, lang, train_log, backend = "exact";
+  std::string hash, stage, screenshot, trace, tab, view, model_dir, model, lang, train_log, backend = "exact";
   bool check_idle = false, check_layout_views = false, patch = false;
   attn::ui::ModelFiles model_files;
   int frames = 3, width = 1280, height = 800, train_steps = 0;
@@ -210,6 +218,7 @@ int main(int argc, char** argv) {
     else if (arg == "--config") model_files.config = value();
     else if (arg == "--vocab") model_files.vocab = value();
     else if (arg == "--model-dir") model_dir = value();
+    else if (arg == "--model") model = value();
     else if (arg == "--frames") frames = std::max(1, std::atoi(value().c_str()));
     else if (arg == "--max-frame-ms") max_frame_ms = std::atof(value().c_str());
     else if (arg == "--train-steps") train_steps = std::max(0, std::atoi(value().c_str()));
@@ -229,6 +238,10 @@ int main(int argc, char** argv) {
     compare_a = attn::ui::compare_from_hash(hash);
     if (!tab.empty()) first_tab = attn::ui::parse_tab(tab);
     if (!lang.empty()) config.lang = attn::ui::lang_code(attn::ui::parse_lang(lang));
+    std::error_code ec;  // --model NAME: a folder of that name wins, as in from_pretrained; else the Hub's
+    if (!model.empty() && !model_dir.empty()) return usage("--model and --model-dir name the same thing: give one");
+    if (std::filesystem::is_directory(model, ec)) model_dir = model;
+    else if (!model.empty()) config = attn::ui::apply_settings(config, attn::Json{{"model", model}});
   } catch (const attn::InputError& e) {
     return usage(e.what());
   }
@@ -283,8 +296,10 @@ int main(int argc, char** argv) {
     }
     if (!stage.empty()) app.select_stage(stage);
     app.select_tab(first_tab);
-    if (!model_files.weights.empty() || model_files.pretrained) {
-      app.start_loading(model_files);  // the window shows how far it has got
+    const bool reading = !model_files.weights.empty() || model_files.pretrained;
+    if (reading) app.start_loading(model_files);  // the window shows how far it has got
+    else if (!config.hub.empty()) app.open_hub_model(config.hub);  // --model ORG/NAME, or model= in the hash
+    if (reading || !config.hub.empty()) {
       if (!screenshot.empty() || check_layout_views) {
         while (app.busy()) render_frame(window, app, playground);  // the views and the screenshot show the model
         if (!playground.config().loaded) {

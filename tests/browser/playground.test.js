@@ -11,10 +11,12 @@
 // messages, and so are random settings and files (robustness.js); the language switch and the guided
 // tour; recompute + redraw time at S=128, d=128, 4 heads, 2 layers (budgets printed; enforced only with
 // ATTN_FIRST_FRAME_BUDGET_MS / ATTN_RECOMPUTE_BUDGET_MS); at 1280x800 and 1920x1080 no label, legend or
-// heatmap of any view overlaps another or is cut off.
+// heatmap of any view overlaps another or is cut off; a Hugging Face Hub model opened by a link from a local
+// Hub (hub.js).
 'use strict';
 const fs = require('fs');
 const path = require('path');
+const { checkHub } = require('./hub');
 const { checkRobustness } = require('./robustness');
 const { serveFiles, inside, isolation } = require('./static_server');
 const { decodePng, launchChromium } = require('./headless');
@@ -1146,6 +1148,7 @@ function closeToFixture(trace, fx) {
     await page.close();  // headless pages all draw: one page at a time, so the timings are the page's own
     await checkLayouts(browser, url, errors);
     await checkThreaded(browser, errors);
+    await checkHub(browser, url, errors, { check, cliJson, closeToFixture });
     check(errors.length === 0, 'no console errors' + (errors.length ? ': ' + errors.join(' | ') : ''));
   } finally {
     await browser.close();

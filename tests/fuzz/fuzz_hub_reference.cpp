@@ -1,10 +1,10 @@
-// What --model's Hub client parses (native/hub_cache.hpp): the user's NAME[@REVISION], and a server's
+// What --model's Hub client parses (core/model/hub_cache.hpp): the user's NAME[@REVISION], and a server's
 // answers: header lines, the file metadata they give, and a shard index. Whatever is taken must be
 // safe to use as the cache's paths and the request's URL.
 #include <algorithm>
 
 #include "core/io/safetensors_index.hpp"
-#include "native/hub_cache.hpp"
+#include "core/model/hub_cache.hpp"
 #include "tests/fuzz/fuzz_target.hpp"
 
 namespace {

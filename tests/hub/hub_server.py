@@ -9,7 +9,11 @@ each, and prints "HUB_PORT CDN_PORT" on its first line. The hub answers HEAD and
 blob sha1) and Content-Length; an LFS file (*.safetensors) is a 302 to the CDN, addressed as
 http://localhost:CDN_PORT (another host than 127.0.0.1), with X-Linked-Etag (its sha256) and
 X-Linked-Size; errors carry X-Error-Code (RepoNotFound, RevisionNotFound, EntryNotFound, GatedRepo).
-Both servers take Range: bytes=N-.
+Both servers take Range: bytes=N- and bytes=N-M. GET /api/models/{repo_id}/revision/{revision} answers as the Hub's API
+(model_info with blobs): {"id", "sha": the commit, "siblings": [{"rfilename", "size", "blobId", "lfs":
+{"sha256", "size", "pointerSize"}}]}, and POST /api/models/{repo_id}/paths-info/{revision} as the Hub's
+paths-info (what the npm package @huggingface/hub asks before a download). Every answer carries CORS headers as huggingface.co's (any origin,
+the Hub's headers exposed; OPTIONS answered), so that the page's client (web/hub.js) can read them.
 
 Every request is logged (server, method, path, headers, status); control endpoints on the hub:
 GET /_log (the log as JSON), POST /_reset (empty log, no faults), POST /_control with a JSON object of
@@ -28,6 +32,9 @@ import time
 import urllib.parse
 
 GATED_TOKEN = "hf_attnlab_test_token"
+CORS = {"Access-Control-Allow-Origin": "*",
+        "Access-Control-Expose-Headers": "X-Repo-Commit, X-Error-Code, ETag, X-Linked-Etag, X-Linked-Size, "
+                                         "Content-Range, Content-Length, Accept-Ranges"}
 HTML = b"<!DOCTYPE html><html><head><title>Hugging Face</title></head><body>Not a config</body></html>\n"
 
 
@@ -110,6 +117,11 @@ def is_lfs(name):
     return name.endswith(".safetensors")
 
 
+def lfs_pointer(data):
+    sha = hashlib.sha256(data).hexdigest()
+    return f"version https://git-lfs.github.com/spec/v1\noid sha256:{sha}\nsize {len(data)}\n".encode()
+
+
 def revisions(repo_id):
     names = {"main": commit_of(repo_id, "main"), "v1.0": commit_of(repo_id, "v1.0")}
     return {**names, **{commit: commit for commit in names.values()}}
@@ -127,7 +139,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def send(self, status, headers, body=b"", declared=None):
         self.state.record(self.role, self, status)
         self.send_response(status)
-        for key, value in headers.items():
+        for key, value in {**CORS, **headers}.items():
             self.send_header(key, str(value))
         self.send_header("Content-Length", str(len(body) if declared is None else declared))
         self.end_headers()
@@ -140,6 +152,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
+        parts = urllib.parse.urlsplit(self.path).path.lstrip("/").split("/")
+        if parts[:2] == ["api", "models"] and "paths-info" in parts[3:5]:
+            return self.paths_info(parts[2:], body)
         with self.state.lock:
             if self.path == "/_reset":
                 self.state.log.clear()
@@ -163,6 +178,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_HEAD(self):
         self.answer()
 
+    def do_OPTIONS(self):  # a CORS preflight
+        self.send(204, {"Access-Control-Allow-Methods": "GET, HEAD", "Access-Control-Allow-Headers": "Range, Authorization",
+                        "Access-Control-Max-Age": "600"})
+
     def answer(self):
         if self.role == "cdn":
             return self.cdn()
@@ -170,6 +189,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if path.startswith("/plain/"):
             return self.send(200, {"Content-Type": "text/html"}, HTML)
         parts = path.lstrip("/").split("/")
+        if parts[:2] == ["api", "models"] and "revision" in parts[3:5]:
+            return self.model_info(parts[2:])
         if "resolve" not in parts[1:3] or len(parts) < parts.index("resolve") + 3:
             return self.error(404, "NotFound")
         at = parts.index("resolve")
@@ -190,10 +211,62 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if is_lfs(filename):
             sha = hashlib.sha256(data).hexdigest()
             location = f"http://localhost:{self.cdn_port}/blobs/{sha}?file={urllib.parse.quote(filename)}"
-            pointer = f"version https://git-lfs.github.com/spec/v1\noid sha256:{sha}\nsize {len(data)}\n".encode()
+            pointer = lfs_pointer(data)
             return self.send(302, {**headers, "Location": location, "ETag": f'"{git_sha1(pointer)}"',
                                    "X-Linked-Etag": f'"{sha}"', "X-Linked-Size": len(data)})
         self.ranged(200, {**headers, "ETag": f'"{git_sha1(data)}"', "Content-Type": "application/octet-stream"}, data)
+
+    def api_repo(self, parts, word):
+        """(repo_id, repo, commit) of /api/models/{repo_id}/{word}/{revision}, or None with the error sent."""
+        at = parts.index(word)
+        repo_id, revision = "/".join(parts[:at]), urllib.parse.unquote("/".join(parts[at + 1:]))
+        repo = self.state.repos.get(repo_id)
+        if repo is None:
+            return self.error(404, "RepoNotFound")
+        if "token" in repo and self.headers.get("authorization") != f"Bearer {repo['token']}":
+            return self.error(401, "GatedRepo")
+        commit = revisions(repo_id).get(revision)
+        if commit is None:
+            return self.error(404, "RevisionNotFound")
+        return repo_id, repo, commit
+
+    def paths_info(self, parts, body):
+        """The Hub's POST /api/models/{repo_id}/paths-info/{revision} ({"paths": [...], "expand": true}), as
+        huggingface.js's pathsInfo reads it: each file's oid (git blob sha1), size, lfs {oid: sha256, size,
+        pointerSize} and, expanded, its last commit (here the revision's)."""
+        found = self.api_repo(parts, "paths-info")
+        if found is None:
+            return
+        _, repo, commit = found
+        out = []
+        for name in json.loads(body or b"{}").get("paths", []):
+            data = repo["files"].get(name)
+            if data is None:
+                continue
+            entry = {"type": "file", "path": name, "size": len(data), "oid": git_sha1(data),
+                     "lastCommit": {"id": commit, "title": "fixtures", "date": "2026-01-01T00:00:00.000Z"}}
+            if is_lfs(name):
+                pointer = lfs_pointer(data)
+                entry.update(oid=git_sha1(pointer), lfs={"oid": hashlib.sha256(data).hexdigest(), "size": len(data),
+                                                         "pointerSize": len(pointer)})
+            out.append(entry)
+        self.send(200, {"Content-Type": "application/json"}, json.dumps(out).encode())
+
+    def model_info(self, parts):
+        found = self.api_repo(parts, "revision")
+        if found is None:
+            return
+        repo_id, repo, commit = found
+        siblings = []
+        for name, data in sorted(repo["files"].items()):
+            entry = {"rfilename": name, "size": len(data), "blobId": git_sha1(data)}
+            if is_lfs(name):
+                pointer = lfs_pointer(data)
+                entry.update(blobId=git_sha1(pointer), lfs={"sha256": hashlib.sha256(data).hexdigest(), "size": len(data),
+                                                             "pointerSize": len(pointer)})
+            siblings.append(entry)
+        body = json.dumps({"id": repo_id, "sha": commit, "siblings": siblings}).encode()
+        self.send(200, {"Content-Type": "application/json"}, body)
 
     def cdn(self):
         parts = urllib.parse.urlsplit(self.path).path.split("/")
@@ -208,23 +281,24 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if faults.get("corrupt"):
             middle = len(data) // 2
             data = data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1:]
-        self.ranged(200, {"Content-Type": "application/octet-stream"}, data,
+        self.ranged(200, {"Content-Type": "application/octet-stream", "ETag": f'"{parts[-1]}"'}, data,
                     drop_after=faults.get("drop_after") if drop else None, delay=faults.get("delay", 0),
                     ignore_range=faults.get("ignore_range", False))
 
     def ranged(self, status, headers, data, drop_after=None, delay=0, ignore_range=False):
         """`data` whole, or from a Range's start (206); cut after `drop_after` bytes, the connection closed."""
-        start = 0
+        start, end = 0, len(data)
         spec = self.headers.get("Range")
         if spec and not ignore_range:
-            if not spec.startswith("bytes=") or not spec[6:].endswith("-") or not spec[6:-1].isdigit():
+            first, _, last = spec[6:].partition("-")
+            if not spec.startswith("bytes=") or not first.isdigit() or not (last == "" or last.isdigit()):
                 return self.send(416, {}, b"")
-            start = int(spec[6:-1])
-            if start >= len(data):
+            start, end = int(first), min(len(data), int(last) + 1 if last else len(data))
+            if start >= len(data) or end <= start:
                 return self.send(416, {"Content-Range": f"bytes */{len(data)}"}, b"")
             status = 206
-            headers = {**headers, "Content-Range": f"bytes {start}-{len(data) - 1}/{len(data)}"}
-        body = data[start:]
+            headers = {**headers, "Content-Range": f"bytes {start}-{end - 1}/{len(data)}"}
+        body = data[start:end]
         if self.command == "HEAD" or (drop_after is None and not delay):
             return self.send(status, headers, body)
         self.send(status, headers, b"", declared=len(body))

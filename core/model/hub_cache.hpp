@@ -1,8 +1,9 @@
 // The Hugging Face Hub's names, cache layout and answers, as huggingface_hub writes and reads them
 // (src/huggingface_hub/file_download.py, constants.py, utils/_validators.py), so that attnlab and
-// huggingface_hub share one cache. No network here: native/hub.cpp downloads, and what it parses
-// (the user's NAME[@REVISION], a server's headers and shard index) is reachable from the unit tests
-// (tests/test_hub.cpp) and the fuzz target (tests/fuzz/fuzz_hub_reference.cpp).
+// huggingface_hub share one cache. No network and no digest here (native/hub_digest.hpp): native/hub.cpp
+// downloads with libcurl, the page (web/hub.js) with fetch, and both take the names, the files a model
+// needs and a server's answers from here; what it parses (the user's NAME[@REVISION], a server's headers)
+// is reachable from the unit tests (tests/test_hub.cpp) and the fuzz target (tests/fuzz/fuzz_hub_reference.cpp).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -79,11 +80,6 @@ FileMetadata file_metadata(const Headers& headers, bool redirect, const std::str
 // An etag of 64 hex digits is the file's SHA-256 (an LFS file), one of 40 git's blob SHA-1.
 enum class EtagKind { sha256, git_sha1, other };
 EtagKind etag_kind(const std::string& etag);
-// Lowercase hex digests of bytes: SHA-256, and git's blob SHA-1 (of "blob <size>\0" + bytes).
-std::string sha256_hex(std::string_view bytes);
-std::string git_blob_sha1_hex(std::string_view bytes);
-// The file's digest of the etag's kind (the file read in pieces); an unreadable file is an InputError.
-std::string file_digest(const std::string& path, EtagKind kind);
 
 // The files a checkpoint needs beside config.json and its weights (the tokenizer's), by its config
 // (`what` names it in the loader's errors for a config no family takes), and those it uses when present.
