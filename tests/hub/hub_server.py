@@ -196,14 +196,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         at = parts.index("resolve")
         repo_id, revision = "/".join(parts[:at]), urllib.parse.unquote(parts[at + 1])
         filename = urllib.parse.unquote("/".join(parts[at + 2:]))
-        repo = self.state.repos.get(repo_id)
-        if repo is None:
-            return self.error(404, "RepoNotFound")
-        if "token" in repo and self.headers.get("authorization") != f"Bearer {repo['token']}":
-            return self.error(401, "GatedRepo")
-        commit = revisions(repo_id).get(revision)
-        if commit is None:
-            return self.error(404, "RevisionNotFound")
+        found = self.access(repo_id, revision)
+        if found is None:
+            return
+        repo, commit = found
         data = repo["files"].get(filename)
         if data is None:
             return self.error(404, "EntryNotFound", {"X-Repo-Commit": commit})
@@ -216,10 +212,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                    "X-Linked-Etag": f'"{sha}"', "X-Linked-Size": len(data)})
         self.ranged(200, {**headers, "ETag": f'"{git_sha1(data)}"', "Content-Type": "application/octet-stream"}, data)
 
-    def api_repo(self, parts, word):
-        """(repo_id, repo, commit) of /api/models/{repo_id}/{word}/{revision}, or None with the error sent."""
-        at = parts.index(word)
-        repo_id, revision = "/".join(parts[:at]), urllib.parse.unquote("/".join(parts[at + 1:]))
+    def access(self, repo_id, revision):
+        """(repo, commit), or None with the Hub's error sent: no such repository, gated, no such revision."""
         repo = self.state.repos.get(repo_id)
         if repo is None:
             return self.error(404, "RepoNotFound")
@@ -228,7 +222,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         commit = revisions(repo_id).get(revision)
         if commit is None:
             return self.error(404, "RevisionNotFound")
-        return repo_id, repo, commit
+        return repo, commit
+
+    def api_repo(self, parts, word):
+        """(repo_id, repo, commit) of /api/models/{repo_id}/{word}/{revision}, or None with the error sent."""
+        at = parts.index(word)
+        repo_id = "/".join(parts[:at])
+        found = self.access(repo_id, urllib.parse.unquote("/".join(parts[at + 1:])))
+        return None if found is None else (repo_id, *found)
 
     def paths_info(self, parts, body):
         """The Hub's POST /api/models/{repo_id}/paths-info/{revision} ({"paths": [...], "expand": true}), as
