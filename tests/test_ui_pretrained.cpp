@@ -251,9 +251,9 @@ TEST_CASE("ui runs a Llama-family folder with its tokenizer.json, rotary angles 
 }
 
 TEST_CASE("ui names a Hub snapshot's model by its repository, not its files", "[ui][hub]") {
-  ModelFiles files = sort_model_files({dir + "llama_tiny"});
-  files.hub = "attnlab-test/llama-tiny";
-  const auto model = load_model(files);
+  const auto read = load_model(sort_model_files({dir + "llama_tiny"}));
+  const auto model = hub_model(*read, "attnlab-test/llama-tiny");
+  CHECK(model->decoder == read->decoder);  // its parts shared, not copied
   CHECK(model->name == "LlamaForCausalLM: attnlab-test/llama-tiny");
   CHECK(model->hub == "attnlab-test/llama-tiny");
   PlaygroundConfig c = from_hash("model=attnlab-test%2Fllama-tiny&s=the%20cat");

@@ -389,7 +389,9 @@ void App::draw() {
   ImGui::EndChild();
   ImGui::SameLine();
   ImGui::BeginChild("right", ImVec2(0, 0), true);
-  if (!playground_.error().empty()) {
+  if (!playground_.error().empty() && (hub_download_ || hub_reading_)) {
+    ImGui::TextColored(dim_color, "%s", playground_.error().c_str());  // not an error: the model is on its way
+  } else if (!playground_.error().empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, error_color);
     ImGui::TextWrapped(tr(Str::error_prefix), playground_.error().c_str());
     ImGui::PopStyleColor();
@@ -706,6 +708,7 @@ std::string App::use_model(LoadResult loaded) {
     status_ = format(Str::status_load_failed, loaded.error.c_str());
     return loaded.error;
   }
+  if (from_hub) loaded.model = hub_model(*loaded.model, hub_pending_);
   PlaygroundConfig c = playground_.config();
   c.model = ModelKind::loaded;
   c.hub = loaded.model->hub;

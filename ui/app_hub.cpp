@@ -61,9 +61,7 @@ void App::poll_hub() {
   }
   hub_reading_ = std::move(hub_download_);  // its files (in the page, a MEMFS folder) stay until they are read
   try {
-    ModelFiles files = sort_model_files({done->folder});
-    files.hub = hub_pending_;
-    start_loading(std::move(files));
+    start_loading(sort_model_files({done->folder}));  // named by the repository once read (use_model)
   } catch (const InputError& e) {  // a snapshot without a checkpoint's files
     use_model({nullptr, e.what()});
   }
@@ -81,21 +79,25 @@ void App::hub_gave_up(const std::string& error, const std::string& status) {
   apply(c);
 }
 
-// The download's bar (also with the section closed, as for a link): the file, its MiB, the rate over the
-// whole download and the time its file has left.
+// The download's bar (also with the section closed, as for a link): the file, its size done of its total,
+// the rate over the whole download and the time its file has left, then the bar and Cancel.
 void App::draw_hub_progress() {
   if (!hub_download_) return;
   const HubProgress p = hub_download_->progress();
-  const double mib = 1 << 20;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - hub_started_).count();
   const double rate = seconds > 0 ? double(p.earlier + p.done) / seconds : 0;
   const int left = rate > 0 && p.total > p.done ? int(std::min(double(p.total - p.done) / rate, 359999.0)) : 0;
-  char text[256];
-  if (p.total == 0) std::snprintf(text, sizeof text, tr(Str::hub_asking), hub_pending_.c_str(), p.file.c_str());
-  else
-    std::snprintf(text, sizeof text, tr(Str::hub_progress), p.file.c_str(), double(p.done) / mib, double(p.total) / mib,
-                  rate / mib, left / 60, left % 60);
-  ImGui::ProgressBar(p.total ? float(double(p.done) / double(p.total)) : 0.0f, ImVec2(-FLT_MIN, 0), text);
+  if (p.total == 0) {
+    ImGui::TextWrapped(tr(Str::hub_asking), hub_pending_.c_str(), p.file.c_str());
+  } else {
+    const double mib = 1 << 20;
+    ImGui::TextWrapped(tr(Str::hub_progress), p.file.c_str(), double(p.done) / mib, double(p.total) / mib, rate / mib,
+                       left / 60, left % 60);
+  }
+  const float fraction = p.total ? float(double(p.done) / double(p.total)) : 0.0f;
+  char percent[16];
+  std::snprintf(percent, sizeof percent, "%.0f%%", 100.0 * fraction);
+  ImGui::ProgressBar(fraction, ImVec2(-FLT_MIN, 0), percent);
   ImGui::PushID("hub");
   if (ImGui::Button(tr(Str::cancel))) cancel_hub_download();
   ImGui::PopID();

@@ -169,6 +169,10 @@ std::string with_file_names(std::string message, const ModelFiles& f) {
   return message;
 }
 
+std::string architecture(const LoadedModel& m) {
+  return m.decoder ? m.decoder->config.architecture : m.pretrained->model.config.architecture;
+}
+
 std::shared_ptr<const LoadedModel> read_model(const ModelFiles& files, const ReadProgress& progress) {
   auto out = std::make_shared<LoadedModel>();
   TransformerConfig config = read_config(files.config);
@@ -190,6 +194,13 @@ std::shared_ptr<const LoadedModel> read_model(const ModelFiles& files, const Rea
 
 }  // namespace
 
+std::shared_ptr<const LoadedModel> hub_model(const LoadedModel& model, const std::string& hub) {
+  auto out = std::make_shared<LoadedModel>(model);
+  out->hub = hub;
+  out->name = (model.checkpoint() ? architecture(model) + ": " : "") + hub;
+  return out;
+}
+
 std::shared_ptr<const LoadedModel> load_model(const ModelFiles& files, const ReadProgress& progress) {
   if (files.pretrained) {
     auto out = std::make_shared<LoadedModel>();
@@ -199,13 +210,7 @@ std::shared_ptr<const LoadedModel> load_model(const ModelFiles& files, const Rea
     out->decoder = m.decoder;
     out->decoder_tokenizer = m.decoder_tokenizer;
     // The files' names: in the browser their folder is a temporary one the user never chose.
-    out->name = (m.decoder ? m.decoder->config.architecture : m.pretrained->model.config.architecture) + ": ";
-    out->hub = files.hub;
-    if (!files.hub.empty()) {
-      out->name += files.hub;
-      return out;
-    }
-    out->name += file_name(f.config) + " + " + file_name(f.weights);
+    out->name = architecture(*out) + ": " + file_name(f.config) + " + " + file_name(f.weights);
     for (const std::string* p : {&f.vocab, &f.merges, &f.tokenizer_json})
       if (!p->empty()) out->name += " + " + file_name(*p);
     return out;

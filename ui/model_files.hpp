@@ -27,7 +27,6 @@ struct ModelFiles {
   std::string config;   // JSON config, optional (then the classifier's defaults, as `attn encode`)
   std::string vocab;    // vocabulary JSON {token: id}, optional (then built from the sentences)
   std::optional<PretrainedFiles> pretrained;  // a checkpoint's files instead of the three above
-  std::string hub;  // "ORG/NAME@REVISION" when the files are a Hub snapshot's (ui/hub.hpp): the model's name
 };
 
 struct LoadedModel {
@@ -53,6 +52,10 @@ struct LoadedModel {
 // A token label as the playground shows it: SentencePiece's space mark ▁ as ·, as GPT-2's space is shown
 // (the UI's font has no ▁).
 std::string shown_token(std::string label);
+
+// A checkpoint read from a Hub snapshot (ui/hub.hpp), named by its repository: "ARCHITECTURE: ORG/NAME@REVISION",
+// and `hub` set (sharing its parts).
+std::shared_ptr<const LoadedModel> hub_model(const LoadedModel& model, const std::string& hub);
 
 // Sorts chosen files into their roles: *.safetensors are weights; a JSON object whose keys are all
 // config keys is the config, anything else the vocabulary (a name containing "config" or "vocab"

@@ -302,13 +302,14 @@
       const s = { model: String(name) };
       if (options && options.endpoint != null) s.hub = String(options.endpoint);
       this.set(s);
+      const wanted = this.state().settings.model;  // the name as links write it (no @main)
       const error = call('attnlab_hub_open', 'string', [], []);
       if (error) throw new Error(error);
       for (;;) {
         const st = this.state();
         const hub = st.view.hub;
-        if (st.loaded_hub === st.settings.model) return st;
-        if (hub.name === st.settings.model && !hub.running && hub.error) throw new Error(hub.error);
+        if (st.loaded_hub === wanted) return st;
+        if (hub.name === wanted && !hub.running && hub.error) throw new Error(hub.error);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
     },

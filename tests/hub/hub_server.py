@@ -315,6 +315,11 @@ def serve(state, role, cdn_port=0):
     handler = type(f"{role}Handler", (Handler,), {"state": state, "role": role, "cdn_port": cdn_port})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
+
+    def handle_error(request, address):  # a client that went away (a cancelled download) is not an error
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            http.server.ThreadingHTTPServer.handle_error(server, request, address)
+    server.handle_error = handle_error
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
