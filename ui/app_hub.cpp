@@ -24,6 +24,7 @@ std::string App::open_hub_model(const std::string& name) {
     ref = hub::parse_reference(name);
   } catch (const InputError& e) {
     hub_requested_ = name;
+    hub_error_ = e.what();
     status_ = format(Str::hub_failed, name.c_str(), e.what());
     return e.what();
   }
