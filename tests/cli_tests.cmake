@@ -146,7 +146,12 @@ attn_cli_case(encode_merges_alone 2 "--merges belongs to a GPT-2 checkpoint" ${e
 
 # A checkpoint by its Hub name (docs/hub.md): --model against a stand-in for the Hub on 127.0.0.1
 # (tests/hub/hub_server.py), the cache file by file, cached runs without a request, and the faults.
-add_test(NAME cli.hub COMMAND /usr/bin/python3 "${CMAKE_CURRENT_SOURCE_DIR}/hub_check.py" $<TARGET_FILE:attn>)
+# attn_hub_watch: snapshot() with the Watch attn-gui's Cancel button drives.
+add_executable(attn_hub_watch hub/hub_watch.cpp)
+target_link_libraries(attn_hub_watch PRIVATE attn_hub)
+attn_target_defaults(attn_hub_watch)
+add_test(NAME cli.hub COMMAND /usr/bin/python3 "${CMAKE_CURRENT_SOURCE_DIR}/hub_check.py" $<TARGET_FILE:attn>
+                              $<TARGET_FILE:attn_hub_watch>)
 set_tests_properties(cli.hub PROPERTIES TIMEOUT 180)
 
 # Interventions (docs/interventions.md): every stage of an ablated run against PyTorch doing the same

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """cli.hub: `attn … --model NAME[@REVISION]` against a local stand-in for the Hub (tests/hub/hub_server.py).
 
-    hub_check.py ATTN
+    hub_check.py ATTN ATTN_HUB_WATCH
 
 Each check runs the built attn with HF_HOME and HF_HUB_CACHE in a temporary folder and HF_ENDPOINT
 on the server: the outputs equal --model-dir's on the same fixtures; the cache is huggingface_hub's
@@ -27,6 +27,7 @@ import time
 import urllib.request
 
 ATTN = os.path.abspath(sys.argv[1]) if __name__ == "__main__" else None  # imported: its Server alone
+WATCH = os.path.abspath(sys.argv[2]) if __name__ == "__main__" and len(sys.argv) > 2 else None  # attn_hub_watch
 ROOT = pathlib.Path(__file__).resolve().parent
 FIXTURES = ROOT / "fixtures" / "pretrained"
 GPT2 = "attnlab-test/gpt2-tiny"
@@ -420,6 +421,27 @@ def local_folder_wins(server, tmp, bert_ref):
           "a local folder named as a repository wins, with no request", r.stderr)
 
 
+def cancel_and_resume(server, tmp):
+    """attn-gui's Cancel (native/gui/hub_download.cpp): snapshot()'s Watch returning false stops the weights'
+    download with a message, the part kept; the next download resumes it with a Range request."""
+    if WATCH is None:
+        return check(False, "attn_hub_watch is given (hub_check.py ATTN ATTN_HUB_WATCH)")
+    cache = Cache(tmp, "cancel")
+    env = environment(server, cache)
+    server.reset(delay=0.01)  # the weights in 4 KiB pieces, so the transfer reports progress on the way
+    r = subprocess.run([WATCH, GPT2, "65536"], env=env, capture_output=True, text=True, timeout=120)
+    parts = list((cache.storage(GPT2) / "blobs").glob("*.incomplete"))
+    kept = parts[0].stat().st_size if parts else 0
+    check(r.returncode == 3 and "model.safetensors of attnlab-test/gpt2-tiny@main was cancelled at" in r.stdout and
+          kept >= 65536 and not (cache.storage(GPT2) / "snapshots").exists(),
+          f"a cancelled download stops with a message, its part kept ({kept} bytes) and no snapshot", r.stdout + r.stderr)
+    server.reset()
+    r = subprocess.run([WATCH, GPT2, str(1 << 40)], env=env, capture_output=True, text=True, timeout=120)
+    ranges = [e["headers"].get("range") for e in requests(server.log(), "cdn", "GET")]
+    check(r.returncode == 0 and r.stdout.startswith("done: ") and ranges == [f"bytes={kept}-"],
+          f"the next download resumes the cancelled part ({ranges})", r.stdout + r.stderr)
+
+
 def npm_cache(server, cache, repo, revision, files):
     """@huggingface/hub's downloadFileToCacheDir of each file (tests/hub/npm_cache.mjs): {file: path}, or None."""
     r = subprocess.run(["node", str(ROOT / "hub" / "npm_cache.mjs"), server.endpoint, str(cache.hub), repo, revision,
@@ -510,6 +532,7 @@ def main():
         local_folder_wins(server, tmp, bert_ref)
         offline_and_unreachable(server, tmp, commit, gpt2_ref)
         npm_interop(server, tmp, gpt2_ref)
+        cancel_and_resume(server, tmp)
         terminal_progress(server, tmp)
     finally:
         server.stop()
