@@ -50,8 +50,7 @@ void App::cancel_hub_download() {
 // finished download is read as a folder.
 void App::poll_hub() {
   const PlaygroundConfig& c = playground_.config();
-  const bool wanted = c.model == ModelKind::loaded && !c.hub.empty() && (!c.loaded || c.loaded->hub != c.hub);
-  if (wanted && !hub_download_ && !loader_.running() && c.hub != hub_requested_ && platform_.has_hub())
+  if (awaits_hub_model(c) && !hub_download_ && !loader_.running() && c.hub != hub_requested_ && platform_.has_hub())
     open_hub_model(c.hub);
   if (!hub_download_) return;
   std::optional<HubResult> done = hub_download_->take();
@@ -74,7 +73,7 @@ void App::hub_gave_up(const std::string& error, const std::string& status) {
   hub_error_ = error;
   status_ = status;
   PlaygroundConfig c = playground_.config();
-  if (c.hub.empty() || (c.loaded && c.loaded->hub == c.hub)) return;
+  if (!awaits_hub_model(c)) return;
   c.hub = c.loaded ? c.loaded->hub : "";
   if (!c.loaded) c = defaults_for(ModelKind::tutorial, c);
   apply(c);

@@ -145,6 +145,10 @@ std::string model_setting(const PlaygroundConfig& c) {
   return c.model == ModelKind::loaded && !c.hub.empty() ? c.hub : model_kind_name(c.model);
 }
 
+bool awaits_hub_model(const PlaygroundConfig& c) {
+  return c.model == ModelKind::loaded && !c.hub.empty() && (!c.loaded || c.loaded->hub != c.hub);
+}
+
 // --- URL hash ---
 
 std::string percent_encode(const std::string& text) {
@@ -739,8 +743,7 @@ std::unique_ptr<Computed> compute(const PlaygroundConfig& c, const Computed* pre
   const auto start = std::chrono::steady_clock::now();
   auto out = std::make_unique<Computed>();
   if (c.sentences.empty()) throw InputError(tr(Str::no_sentence));
-  if (c.model == ModelKind::loaded && !c.hub.empty() && (!c.loaded || c.loaded->hub != c.hub))
-    throw InputError(format(Str::hub_not_loaded, c.hub.c_str()));
+  if (awaits_hub_model(c)) throw InputError(format(Str::hub_not_loaded, c.hub.c_str()));
   if (c.model == ModelKind::loaded && !c.loaded) throw InputError(tr(Str::no_model_files));
   if (c.model == ModelKind::tutorial) {
     compute_tutorial(c, previous, *out);

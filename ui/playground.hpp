@@ -86,6 +86,8 @@ ModelKind parse_model_kind(const std::string& text);
 std::string hub_name(const hub::Reference& ref);
 // The model setting (model=… in the hash, settings.model): the kind's name, or the Hub model's name.
 std::string model_setting(const PlaygroundConfig& c);
+// True while the configuration names a Hub model that is not the loaded one (a link's, until downloaded).
+bool awaits_hub_model(const PlaygroundConfig& c);
 // The language the UI speaks for this configuration: its `lang`, else the platform's default.
 Lang language_of(const PlaygroundConfig& config);
 

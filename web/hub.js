@@ -119,11 +119,10 @@
         if (typeof size !== 'number' || have >= size) break;
         throw new Error('the server sent no more');
       } catch (e) {
-        if (e.name === 'AbortError' || e.refusal || attempt >= RESUMES) {
-          if (e.name === 'AbortError' || e.refusal) throw e;
+        if (e.name === 'AbortError' || e.refusal) throw e;
+        if (attempt >= RESUMES)
           throw refusal(file + ' of ' + ctx.repo + ': the download stopped at ' + have + ' of ' + size + ' bytes (' +
                         e.message + ')');
-        }
         console.info('attnlab: ' + file + ': the connection closed at ' + have + ' bytes: resuming');
       }
     }

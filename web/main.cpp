@@ -30,7 +30,6 @@
 
 namespace {
 
-
 // The page's Hub client (web/hub.js): fetch into the browser's Cache Storage, then the model's files into
 // MEMFS under /hub/<id> (removed with this object, once the model has read them); hub.js reports through
 // attnlab_hub_progress and attnlab_hub_finished.
@@ -286,8 +285,7 @@ EMSCRIPTEN_KEEPALIVE const char* attnlab_load_model(const char* json) {
 // that failed; nothing when it is the loaded one. Returns "" or why it cannot start.
 EMSCRIPTEN_KEEPALIVE const char* attnlab_hub_open() {
   const attn::ui::PlaygroundConfig& c = state->playground.config();
-  if (c.hub.empty() || (c.loaded && c.loaded->hub == c.hub)) return hand_to_js("");
-  return hand_to_js(state->app->open_hub_model(c.hub));
+  return hand_to_js(attn::ui::awaits_hub_model(c) ? state->app->open_hub_model(c.hub) : "");
 }
 
 // attnlab.cancelDownload: the Hub download's Cancel button.
