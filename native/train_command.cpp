@@ -253,6 +253,8 @@ void add_train_command(CLI::App& app, TrainOptions& o) {
                                     "model's " + lm_task_names + " (docs/training-lm.md)");
   cmd->add_option("--data", o.data, "labelled data: JSON Lines {\"text\"|\"ids\", \"label\"} or TSV label<TAB>sentence; "
                                     "a language model's: JSON Lines {\"text\"|\"ids\"} or a .txt text");
+  cmd->add_flag("--attention-only", o.attention_only, "language tasks: a model without MLPs (GPT-2 with n_inner 0: each "
+               "block adds attention and a bias), as Olsson et al.'s induction heads form in");
   cmd->add_option("--seq-len", o.seq_len, "language models: tokens per training window (default: the task's, else "
                                           "n_positions up to 128)");
   cmd->add_option("--val-data", o.val_data, "validation data, in the same formats");

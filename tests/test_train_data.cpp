@@ -289,7 +289,7 @@ TEST_CASE("train_data tasks are the items of their PyTorch definition", "[train_
       CHECK(items[i].line == i + 1);
     }
   }
-  CHECK_THROWS_WITH(find_task("sorting"), "unknown task 'sorting' (tasks: duplicate, brackets, places, asked; language models: induction, copy, reverse, korean, text)");
+  CHECK_THROWS_WITH(find_task("sorting"), "unknown task 'sorting' (tasks: duplicate, brackets, places, asked; language models: induction, halves, copy, reverse, korean, text)");
 }
 
 TEST_CASE("train_data tasks are deterministic balanced and fit their model", "[train_data]") {

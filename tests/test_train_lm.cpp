@@ -5,6 +5,7 @@
 // data rules, the language tasks and a checkpoint restored mid-run continuing to the same bits.
 #include <cmath>
 #include <cstring>
+#include <set>
 
 #include "core/base/error.hpp"
 #include "core/train/train_lm.hpp"
@@ -166,7 +167,7 @@ TEST_CASE("Language-model data: JSON Lines or text, windows, clear errors", "[tr
                     Catch::Contains("d.txt"));
 }
 
-TEST_CASE("The language tasks: their items, vocabulary and the repeated half", "[train_lm]") {
+TEST_CASE("The language tasks: their items, vocabulary and the repeated segments", "[train_lm]") {
   for (const train::LmTaskSpec& task : train::lm_tasks()) {
     INFO(task.name);
     if (!task.sample) {  // text: --data's windows only
@@ -183,11 +184,63 @@ TEST_CASE("The language tasks: their items, vocabulary and the repeated half", "
   const train::LmTaskSpec& induction = *train::find_lm_task("induction");
   const BytePairTokenizer tokenizer = train::lm_task_tokenizer(induction);
   const train::Datasets d = train::lm_task_data(induction, tokenizer, 0);
+  CHECK(tokenizer.size() == 62 + 1);  // a … z A … Z 0 … 9 and <|endoftext|>
+  // Each item: 32 tokens whose segment of 4 to 12 repeats at a later place; lengths and places vary.
+  std::set<size_t> lengths, distances;
+  for (const auto& item : d.train) {
+    const train::RepeatedSegment& r = item.repeat;
+    REQUIRE(item.ids.size() == 32);
+    REQUIRE((r.length >= 4 && r.length <= 12 && r.first + r.length <= r.second && r.second + r.length <= 32));
+    CHECK(std::equal(item.ids.begin() + std::ptrdiff_t(r.first), item.ids.begin() + std::ptrdiff_t(r.first + r.length),
+                     item.ids.begin() + std::ptrdiff_t(r.second)));
+    lengths.insert(r.length), distances.insert(r.second - r.first);
+  }
+  CHECK(lengths.size() == 9);
+  CHECK(distances.size() == 25);  // 4 … 28
+  CHECK(train::has_repeats(d.val));
   TorchGenerator g(0);
   const PretrainedModel m = gpt2_init(train::lm_task_config(induction, tokenizer.size()), g);
-  const auto loss = train::repeated_half_loss(m, {d.val.begin(), d.val.begin() + 8});
-  REQUIRE(loss);
-  CHECK(std::fabs(*loss - std::log(double(tokenizer.size()))) < 0.1);  // untrained: about uniform
-  CHECK_FALSE(train::repeated_half_loss(m, {d.train[0], {}}));
+  const auto fit = train::repeated_fit(m, {d.val.begin(), d.val.begin() + 8});
+  REQUIRE(fit);
+  CHECK(std::fabs(fit->loss - std::log(double(tokenizer.size()))) < 0.5);  // untrained (at 0.1): near uniform
+  CHECK(fit->accuracy < 0.2);
+  CHECK_FALSE(train::repeated_fit(m, {d.train[0], {}}));
+  const train::CircuitScores untrained = train::circuit_scores(m, d.val);
+  CHECK(untrained.induction < 0.2);
+  CHECK(untrained.previous_token < 0.2);
+  // The halves: a segment of 12 at 0 and 12.
+  const train::LmTaskSpec& halves = *train::find_lm_task("halves");
+  const train::Datasets h = train::lm_task_data(halves, train::lm_task_tokenizer(halves), 0);
+  CHECK((h.val[0].repeat.first == 0 && h.val[0].repeat.second == 12 && h.val[0].repeat.length == 12));
+  const train::LmTaskSpec& copy = *train::find_lm_task("copy");
+  CHECK_FALSE(train::has_repeats(train::lm_task_data(copy, train::lm_task_tokenizer(copy), 0).val));
   CHECK(train::find_lm_task("places") == nullptr);
+}
+
+TEST_CASE("Language tasks: the prefix-matching score reads each item's own segment", "[train_lm]") {
+  // Attention weights made by hand: layer 0 none; layer 1 head 0 on itself, head 1 on the induction places.
+  const train::LmTaskSpec& task = *train::find_lm_task("induction");
+  const BytePairTokenizer tokenizer = train::lm_task_tokenizer(task);
+  const train::Datasets d = train::lm_task_data(task, tokenizer, 3);
+  const std::vector<train::LabelledItem> items(d.val.begin(), d.val.begin() + 4);
+  TorchGenerator g(0);
+  const PretrainedModel m = gpt2_init(train::lm_task_config(task, tokenizer.size()), g);
+  const PretrainedInput in = train::lm_batch(items, {0, 1, 2, 3});
+  const size_t H = m.config.num_heads, S = in.seq;
+  Tensor w = Tensor::from_shape({4, H, S, S});
+  w.fill(0.0f);
+  Trace trace;
+  trace.record("h.0.attn.attn_weights", w);
+  for (size_t b = 0; b < 4; ++b) {
+    const train::RepeatedSegment& r = items[b].repeat;
+    for (size_t h = 0; h < H; ++h)
+      for (size_t i = 0; i < S; ++i) w.data()[((b * H + h) * S + i) * S + i] = 1.0f;
+    for (size_t i = r.second; i < r.second + r.length; ++i)
+      w.data()[((b * H + 1) * S + i) * S + i] = 0, w.data()[((b * H + 1) * S + i) * S + i - (r.second - r.first) + 1] = 1;
+  }
+  trace.record("h.1.attn.attn_weights", w);
+  const std::vector<double> scores = train::prefix_matching_scores(m, trace, in, items);
+  REQUIRE(scores.size() == 4);
+  CHECK(scores[3] == 1.0);
+  CHECK(scores[2] == 0.0);
 }

@@ -235,11 +235,11 @@ TEST_CASE("ui training: the validation accuracy with a head ablated", "[ui][trai
 
 TEST_CASE("ui training: a language task trains GPT-2 as the run builder does, with head scores and samples",
           "[ui][training][train_lm]") {
-  const Json settings = {{"task", "induction"}, {"steps", 20}, {"eval_every", 10}};
+  const Json settings = {{"task", "halves"}, {"steps", 20}, {"eval_every", 10}};
   Training t;
   t.configure(settings);
   CHECK(t.language_model());
-  CHECK(t.task() == "induction");
+  CHECK(t.task() == "halves");
   CHECK(t.effective_settings()["n_embd"] == 64);
   CHECK(t.effective_settings()["seq_len"] == 24);
   CHECK(t.num_layers() == 2);
@@ -252,8 +252,8 @@ TEST_CASE("ui training: a language task trains GPT-2 as the run builder does, wi
   CHECK(t.sample_expected() == t.replay()[0].text.substr(13));
   const auto records = t.run_steps(20);
   REQUIRE(records.size() == 22);
-  CHECK(records[10].contains("val_repeated_loss"));
-  CHECK(records[10].contains("induction_score"));
+  for (const char* key : {"val_repeated_loss", "val_repeated_accuracy", "induction_score", "previous_token_score"})
+    CHECK(records[10].contains(key));
   // The same options through core/train's run builder and trainer: the same records.
   train::TrainRun direct = train::prepare_train_run(training_options(settings));
   std::vector<Json> expected;
@@ -293,6 +293,25 @@ TEST_CASE("ui training: a language task trains GPT-2 as the run builder does, wi
   CHECK(ablated->accuracy == Approx(records.back()["val_accuracy"].get<double>()));
   CHECK(t.model_copy() == nullptr);
   CHECK_FALSE(t.vocab());
+}
+
+TEST_CASE("ui training: the induction task's sample starts in its repeated segment, and attention-only is a setting",
+          "[ui][training][train_lm]") {
+  const train::LmTaskSpec& task = *train::find_lm_task("induction");
+  const train::LabelledItem first = train::lm_task_data(task, train::lm_task_tokenizer(task), 0).val.front();
+  Training t;
+  t.configure({{"task", "induction"}, {"steps", 4}});
+  CHECK(t.effective_settings()["seq_len"] == 32);
+  CHECK(t.effective_settings()["attention_only"] == true);  // the induction task's own model
+  CHECK(t.sample_prompt().size() == first.repeat.second + 1);  // up to the copy's first token
+  CHECK(t.sample_prompt() + t.sample_expected() == t.replay()[0].text);
+  t.configure({{"task", "halves"}, {"steps", 4}});
+  CHECK(t.effective_settings()["attention_only"] == false);
+  t.configure({{"task", "halves"}, {"steps", 4}, {"attention_only", true}});
+  CHECK(t.effective_settings()["attention_only"] == true);
+  const auto records = t.run_steps(4);
+  CHECK(records.back().contains("previous_token_score"));
+  CHECK_THROWS_WITH(t.configure({{"task", "places"}, {"attention_only", true}}), Catch::Contains("--attention-only"));
 }
 
 TEST_CASE("ui training: a text's language model, saved as a GPT-2 folder and generating", "[ui][training][train_lm]") {

@@ -66,6 +66,9 @@ def read_safetensors(path):
         if name == "__metadata__":
             continue
         begin, end = e["data_offsets"]
+        if begin == end:  # no elements (an attention-only GPT-2's MLP of n_inner 0); frombuffer refuses them
+            out[name] = torch.empty(e["shape"])
+            continue
         data = torch.frombuffer(bytearray(raw[8 + n + begin:8 + n + end]), dtype=torch.float32)
         out[name] = data.reshape(e["shape"]) if e["shape"] else data.reshape(())
     return out

@@ -419,11 +419,13 @@ class App {
   struct TrainControls {  // the run's effective settings, as the widgets edit them
     int task = 0, steps = 0, batch_size = 0, d_model = 0, num_heads = 0, num_layers = 0, d_ff = 0, eval_every = 0;
     int optimizer = 0, mask = 0;
+    bool attention_only = false;
     double lr = 0;
     uint64_t seed = 0;
   } train_controls_;
   std::vector<ImVec2> loss_points_, val_loss_points_, accuracy_points_, val_accuracy_points_, plot_scratch_;
-  std::vector<ImVec2> repeated_loss_points_, induction_points_, no_points_;  // a language model's evaluations
+  // A language model's evaluations on repeated segments (the induction tasks).
+  std::vector<ImVec2> repeated_loss_points_, induction_points_, previous_token_points_, no_points_;
   std::vector<std::string> train_samples_;  // per replay snapshot: "step N: prompt → sample"
   std::vector<std::string> train_layer_labels_, train_head_labels_;
   std::string train_sizes_text_;

@@ -240,7 +240,7 @@ void App::refresh_train_cache() {
   if (train_cache_run_ != train_view_.run) {
     train_cache_run_ = train_view_.run;
     for (auto* points : {&loss_points_, &accuracy_points_, &val_loss_points_, &val_accuracy_points_,
-                         &repeated_loss_points_, &induction_points_})
+                         &repeated_loss_points_, &induction_points_, &previous_token_points_})
       points->clear();
     refresh_train_controls();
   }
@@ -255,6 +255,7 @@ void App::refresh_train_cache() {
     val_accuracy_points_.push_back(ImVec2(float(e.step), float(e.accuracy)));
     if (e.repeated_loss) repeated_loss_points_.push_back(ImVec2(float(e.step), *e.repeated_loss));
     if (e.induction_score) induction_points_.push_back(ImVec2(float(e.step), float(*e.induction_score)));
+    if (e.previous_token_score) previous_token_points_.push_back(ImVec2(float(e.step), float(*e.previous_token_score)));
   }
   for (size_t i = train_samples_.size(); i < train_view_.snapshots.size(); ++i) {  // the new samples' lines
     const Snapshot& snap = *train_view_.snapshots[i];
@@ -287,6 +288,7 @@ void App::refresh_train_controls() {
   c.optimizer = e.contains("optimizer") ? index_of(optimizer_items, e["optimizer"].get<std::string>()) : 2;
   c.mask = e.contains("mask") ? index_of(mask_names, e["mask"].get<std::string>()) : 1;
   c.lr = e.contains("lr") ? e["lr"].get<double>() : 0;
+  c.attention_only = e.value("attention_only", false);
   c.seed = e.contains("seed") ? json_integer<uint64_t>(e["seed"], "seed") : 0;
 }
 
@@ -407,6 +409,9 @@ void App::draw_train_settings() {
     if (ImGui::InputScalar(tr(Str::seed), ImGuiDataType_U64, &seed, nullptr, nullptr, nullptr, enter)) edit("seed", seed);
     if (training_.language_model()) {  // its sizes come from its config
       ImGui::TextColored(dim_color, "%s", train_sizes_text_.c_str());
+      bool attention_only = c.attention_only;
+      if (!training_.task().empty() && ImGui::Checkbox(tr(Str::attention_only), &attention_only))
+        edit("attention_only", attention_only);
     } else {
       int_input("d_model", "d_model", c.d_model, 1, false);
       int_input(tr(Str::heads), "num_heads", c.num_heads, 1, true);
@@ -436,11 +441,11 @@ void App::draw_train_curves(float width) {
       for (const ImVec2& p : from) out.emplace_back(p.x, p.y);
       return out;
     };
-    const auto chart = [&](const char* file, Str title, const std::vector<ImVec2>& train, const std::vector<ImVec2>& val,
-                           bool log_y) {
+    const auto chart = [&](const char* file, Str title, const std::vector<ImVec2>& blue, const std::vector<ImVec2>& orange,
+                           bool log_y, Str blue_name = Str::training, Str orange_name = Str::validation) {
       if (ImGui::MenuItem(tr(title)))
         save_svg(file, [&] {
-          return curves_svg(tr(title), {{tr(Str::training), "#59a1ff", points(train)}, {tr(Str::validation), "#ffab3d", points(val)}},
+          return curves_svg(tr(title), {{tr(blue_name), "#59a1ff", points(blue)}, {tr(orange_name), "#ffab3d", points(orange)}},
                             log_y);
         });
     };
@@ -448,7 +453,8 @@ void App::draw_train_curves(float width) {
     chart("accuracy.svg", Str::accuracy, accuracy_points_, val_accuracy_points_, false);
     if (induction) {
       chart("repeated_loss.svg", Str::repeated_loss_chart, no_points_, repeated_loss_points_, log_loss_);
-      chart("induction_score.svg", Str::induction_score_chart, no_points_, induction_points_, false);
+      chart("induction_score.svg", Str::induction_score_chart, previous_token_points_, induction_points_, false,
+            Str::previous_token_series, Str::induction_series);
     }
     ImGui::EndPopup();
   }
@@ -461,8 +467,8 @@ void App::draw_train_curves(float width) {
   line_chart("repeated_loss", tr(Str::repeated_loss_chart), no_points_, repeated_loss_points_, log_loss_, size,
              plot_scratch_, layout_);
   ImGui::SameLine();
-  line_chart("induction_score", tr(Str::induction_score_chart), no_points_, induction_points_, false, size, plot_scratch_,
-             layout_);
+  line_chart("induction_score", tr(Str::induction_score_chart), previous_token_points_, induction_points_, false, size,
+             plot_scratch_, layout_);
 }
 
 // The task text's own text: a box to type or paste it in, and the button that trains on it.

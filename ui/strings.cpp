@@ -72,6 +72,7 @@ std::optional<TaskTexts> task_texts(const std::string& task) {
              {"places", {Str::task_places, Str::look_places}},
              {"asked", {Str::task_asked, Str::look_asked}},
              {"induction", {Str::task_induction, Str::look_induction}},
+             {"halves", {Str::task_halves, Str::look_halves}},
              {"copy", {Str::task_copy, Str::look_copy}},
              {"reverse", {Str::task_reverse, Str::look_reverse}},
              {"korean", {Str::task_korean, Str::look_korean}},

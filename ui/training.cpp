@@ -69,6 +69,7 @@ struct FlagKey {
 const FlagKey flag_keys[] = {
     {"nesterov", &train::TrainOptions::nesterov, nullptr},
     {"no_shuffle", &train::TrainOptions::no_shuffle, nullptr},
+    {"attention_only", &train::TrainOptions::attention_only, nullptr},
     {"norm_first", nullptr, &ModelOptions::norm_first},
     {"post_norm", nullptr, &ModelOptions::post_norm},
 };
@@ -109,6 +110,7 @@ Json effective_json(const train::TrainOptions& o, const train::TrainRun& r) {
     for (const auto& item : r.data.sets.train) seq_len = std::max(seq_len, item.ids.size());
     j.update({{"seq_len", seq_len}, {"n_embd", c.hidden_size}, {"n_head", c.num_heads}, {"n_layer", c.num_layers},
               {"n_positions", c.max_positions}, {"vocab_size", c.vocab_size}});
+    if (!o.task.empty()) j["attention_only"] = c.intermediate_size == 0;  // a task's model's shape, a setting
   } else {
     const TransformerConfig& c = r.data.config;
     j.update({{"d_model", c.d_model}, {"num_heads", c.num_heads}, {"num_layers", c.num_layers}, {"d_ff", c.ff_width()},
@@ -120,11 +122,11 @@ Json effective_json(const train::TrainOptions& o, const train::TrainRun& r) {
   return j;
 }
 
-// Where a language model's sample starts: after the first half and one token of a repeated item, after
+// Where a language model's sample starts: after the first token of a repeated segment's second copy, after
 // "|" (copy, reverse), else after a quarter of the item (at least one token).
 size_t sample_prompt_length(const train::LabelledItem& item, const PretrainedTokenizer& tokenizer) {
   const std::vector<int64_t>& ids = item.ids;
-  if (train::repeated_halves({item})) return ids.size() / 2 + 1;
+  if (train::has_repeats({item})) return item.repeat.second + 1;
   for (size_t i = 0; i + 1 < ids.size(); ++i)
     if (tokenizer_token(tokenizer, ids[i]) == "|") return i + 1;
   return std::max<size_t>(1, ids.size() / 4);
@@ -365,7 +367,7 @@ void language_model_snapshot(const PretrainedModel& model, const std::vector<tra
     return t;
   };
   for (size_t k = 0; k < scores.size(); ++k) s.head_scores[k] = as_tensor(scores[k].scores);
-  if (train::repeated_halves(replay)) s.head_scores[3] = as_tensor(train::prefix_matching_scores(model, trace, in));
+  if (train::has_repeats(replay)) s.head_scores[3] = as_tensor(train::prefix_matching_scores(model, trace, in, replay));
 }
 
 }  // namespace

@@ -230,7 +230,7 @@ void logit_attribution(const LoadedModel& m, const Trace& run, Attribution& a) {
   const PretrainedModel& model = m.pretrained->model;
   const size_t H = model.config.hidden_size, L = model.layers.size(), n = model.config.num_heads, dk = H / n;
   const size_t p = a.target.position;
-  const float* unembed = model.word_embeddings.data() + size_t(a.target.id) * H;
+  const float* unembed = model.unembedding().data() + size_t(a.target.id) * H;
   // ln_f's scale at p, of the whole stream: √(var + eps), the same for every component.
   const float* x = run.at(L ? "h." + std::to_string(L - 1) : "embeddings").data() + p * H;
   double mean = 0, var = 0;

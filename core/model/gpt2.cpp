@@ -101,33 +101,52 @@ Tensor attention(const PretrainedModel& m, size_t index, const Tensor& h, const 
   return out;
 }
 
+// Each row of [B, S, H] set to `bias`: what GPT2MLP adds with n_inner 0, its c_proj of no inputs.
+Tensor bias_rows(const Tensor& bias, size_t B, size_t S) {
+  const size_t H = bias.size();
+  Tensor out = Tensor::from_shape({B, S, H});
+  for (size_t r = 0; r < B * S; ++r) std::copy_n(bias.data(), H, out.data() + r * H);
+  return out;
+}
+
+// GPT2Block's MLP on ln_2's output: mlp.c_proj(act(mlp.c_fc(h2))), or with n_inner 0 (attention-only)
+// c_proj's bias alone: its stages ln_2, mlp.c_fc and mlp.act are then not recorded, having no width.
+Tensor mlp(const PretrainedModel& m, size_t index, const Tensor& residual, const Pass& pass, const std::string& p,
+           Gpt2BlockSaved& s, bool saving) {
+  const PretrainedConfig& c = m.config;
+  const EncoderLayer& l = m.layers[index];
+  if (c.intermediate_size == 0) return bias_rows(l.linear2.bias, residual.shape(0), residual.shape(1));
+  Tensor h2 = layer_norm(residual, l.norm2, float(c.layer_norm_eps));
+  pass.stage(p + "ln_2", h2);
+  Tensor fc = linear(h2, l.linear1.weight, &l.linear1.bias);
+  pass.stage(p + "mlp.c_fc", fc);
+  Tensor act = saving ? Tensor(fc) : std::move(fc);
+  activate(act, c.activation, saving && c.activation == HiddenAct::gelu_new ? &s.act_tanh : nullptr);
+  pass.stage(p + "mlp.act", act);
+  Tensor out = linear(act, l.linear2.weight, &l.linear2.bias);
+  if (saving) s.ln_2 = std::move(h2), s.c_fc = std::move(fc), s.act = std::move(act);
+  return out;
+}
+
 // GPT2Block.forward: x + attn(ln_1(x)), then + mlp(ln_2(·)), each branch's dropout (resid_pdrop) last.
 Tensor block(const PretrainedModel& m, size_t index, const Tensor& x, const Pass& pass, const std::string& p,
              Gpt2BlockSaved* saved) {
   const PretrainedConfig& c = m.config;
   const EncoderLayer& l = m.layers[index];
-  const float eps = float(c.layer_norm_eps);
   Gpt2BlockSaved scratch;
   Gpt2BlockSaved& s = saved ? *saved : scratch;
-  Tensor h = layer_norm(x, l.norm1, eps);
+  Tensor h = layer_norm(x, l.norm1, float(c.layer_norm_eps));
   pass.stage(p + "ln_1", h);
   Tensor projected = attention(m, index, h, pass, p + "attn.", saved ? &s.attention : nullptr);
   dropout(pass.dropout, projected, c.resid_pdrop, &s.attention_noise);
   pass.stage(p + "attn.c_proj", projected);
   Tensor residual = add(projected, x);
   pass.stage(p + "residual", residual);
-  Tensor h2 = layer_norm(residual, l.norm2, eps);
-  pass.stage(p + "ln_2", h2);
-  Tensor fc = linear(h2, l.linear1.weight, &l.linear1.bias);
-  pass.stage(p + "mlp.c_fc", fc);
-  Tensor act = saved ? Tensor(fc) : std::move(fc);
-  activate(act, c.activation, saved && c.activation == HiddenAct::gelu_new ? &s.act_tanh : nullptr);
-  pass.stage(p + "mlp.act", act);
-  Tensor mlp = linear(act, l.linear2.weight, &l.linear2.bias);
-  dropout(pass.dropout, mlp, c.resid_pdrop, &s.mlp_noise);
-  pass.stage(p + "mlp.c_proj", mlp);
-  Tensor out = add(residual, mlp);
-  if (saved) s.input = x, s.residual = std::move(residual), s.ln_2 = std::move(h2), s.c_fc = std::move(fc), s.act = std::move(act);
+  Tensor branch = mlp(m, index, residual, pass, p, s, saved != nullptr);
+  dropout(pass.dropout, branch, c.resid_pdrop, &s.mlp_noise);
+  pass.stage(p + "mlp.c_proj", branch);
+  Tensor out = add(residual, branch);
+  if (saved) s.input = x, s.residual = std::move(residual);
   return out;
 }
 
@@ -153,7 +172,7 @@ Tensor last_position(const Tensor& x) {
   return last;
 }
 
-// The blocks from `first` on, ln_f and the LM head (tied to wte): the logits [B, S, V], or with a cache
+// The blocks from `first` on, ln_f and the LM head (wte, or its own when untied): the logits [B, S, V], or with a cache
 // (generation: rows of one length) [B, 1, V], the last position's alone, as nanoGPT's sampling computes
 // them; the LM head is a third of GPT-2 small's weights.
 Tensor run(const PretrainedModel& m, Tensor x, size_t first, const Pass& pass) {
@@ -165,7 +184,7 @@ Tensor run(const PretrainedModel& m, Tensor x, size_t first, const Pass& pass) {
   }
   Tensor final = layer_norm(x, m.final_norm, float(m.config.layer_norm_eps));
   pass.stage("ln_f", final);
-  Tensor logits = linear(pass.cache ? last_position(final) : final, m.word_embeddings);
+  Tensor logits = linear(pass.cache ? last_position(final) : final, m.unembedding());
   if (pass.saved) pass.saved->final_input = std::move(x), pass.saved->final = std::move(final);
   return logits;
 }
@@ -178,13 +197,19 @@ Tensor block_backward(const PretrainedModel& m, size_t index, const Gpt2BlockSav
   const PretrainedConfig& c = m.config;
   const EncoderLayer& l = m.layers[index];
   const float eps = float(c.layer_norm_eps);
-  // out = residual + dropout(mlp.c_proj(act(mlp.c_fc(ln_2(residual)))))
+  // out = residual + dropout(mlp.c_proj(act(mlp.c_fc(ln_2(residual))))), or + dropout(c_proj.bias)
   Tensor branch = grad;
   dropout_backward(branch, s.mlp_noise);
-  branch = linear_backward(s.act, l.linear2.weight, branch, g.linear2.weight, &g.linear2.bias);
-  activate_backward(branch, s.c_fc, c.activation, s.act_tanh.dimension() ? &s.act_tanh : nullptr);
-  branch = linear_backward(s.ln_2, l.linear1.weight, branch, g.linear1.weight, &g.linear1.bias);
-  add_to(grad, layer_norm_backward(s.residual, l.norm2, branch, g.norm2, eps));
+  if (c.intermediate_size == 0) {  // c_proj's bias alone: its gradient is the rows' sum, as linear_backward's
+    Tensor sums = Tensor::from_shape({c.hidden_size});
+    column_sums(branch.data(), branch.size() / c.hidden_size, c.hidden_size, sums.data());
+    add_to(g.linear2.bias, sums);
+  } else {
+    branch = linear_backward(s.act, l.linear2.weight, branch, g.linear2.weight, &g.linear2.bias);
+    activate_backward(branch, s.c_fc, c.activation, s.act_tanh.dimension() ? &s.act_tanh : nullptr);
+    branch = linear_backward(s.ln_2, l.linear1.weight, branch, g.linear1.weight, &g.linear1.bias);
+    add_to(grad, layer_norm_backward(s.residual, l.norm2, branch, g.norm2, eps));
+  }
   // residual = x + dropout(attn(ln_1(x)))
   branch = grad;
   dropout_backward(branch, s.attention_noise);
@@ -252,7 +277,8 @@ std::vector<int64_t> next_token_labels(const PretrainedInput& in) {
 }
 
 Tensor gpt2_backward(const PretrainedModel& m, const Gpt2Saved& s, const Tensor& grad_logits, PretrainedModel& g) {
-  Tensor grad = linear_backward(s.final, m.word_embeddings, grad_logits, g.word_embeddings, nullptr);
+  Tensor& grad_unembedding = m.lm_head.dimension() ? g.lm_head : g.word_embeddings;
+  Tensor grad = linear_backward(s.final, m.unembedding(), grad_logits, grad_unembedding, nullptr);
   grad = layer_norm_backward(s.final_input, m.final_norm, grad, g.final_norm, float(m.config.layer_norm_eps));
   for (size_t i = m.layers.size(); i-- > 0;) grad = block_backward(m, i, s.blocks[i], std::move(grad), g.layers[i]);
   dropout_backward(grad, s.embeddings_noise);
@@ -339,6 +365,12 @@ PretrainedModel gpt2_init(const PretrainedConfig& c, TorchGenerator& g) {
     t[t.size() - 2].value = conv1d_weight(g, I, H, scaled);
   }
   norm("ln_f");
+  if (!c.tie_word_embeddings) {  // GPT2LMHeadModel's own nn.Linear(H, V, bias=False), then post_init's N(0, r)
+    Tensor w = Tensor::from_shape({V, H});
+    kaiming_uniform_(g, w.data(), V, H, std::sqrt(5.0));
+    g.normal_(w.data(), w.size(), 0.0, r);
+    t.push_back({"lm_head.weight", std::move(w)});
+  }
   return load_pretrained(c, std::move(t), "the initialised model");
 }
 
@@ -374,6 +406,7 @@ std::vector<NamedTensor> gpt2_state_dict(const PretrainedModel& m) {
     conv(p + "mlp.c_proj", l.linear2);
   }
   norm(T + "ln_f", m.final_norm);
+  if (m.lm_head.dimension()) out.push_back({"lm_head.weight", m.lm_head});
   return out;
 }
 
@@ -396,7 +429,7 @@ Json gpt2_config_json(const PretrainedConfig& c) {
               {"resid_pdrop", c.resid_pdrop},
               {"scale_attn_by_inverse_layer_idx", c.scale_by_layer},
               {"scale_attn_weights", true},
-              {"tie_word_embeddings", true},
+              {"tie_word_embeddings", c.tie_word_embeddings},
               {"torch_dtype", "float32"},
               {"vocab_size", c.vocab_size}};
 }

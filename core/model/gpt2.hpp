@@ -43,7 +43,7 @@ Tensor gpt2_train_forward(const PretrainedModel& model, const PretrainedInput& i
 // that position is a real token (s + 1 < lengths[b]), else −100 (ignored: the last position and padding).
 std::vector<int64_t> next_token_labels(const PretrainedInput& input);
 // Adds the gradients of the loss whose gradient of the logits is `grad_logits` to `grads` (zeros, or an
-// earlier sum, of the model's shapes): the LM head and wte are one tensor, so both gradients add there.
+// earlier sum, of the model's shapes): a tied LM head and wte are one tensor, so both gradients add there.
 // Returns the gradient of the embeddings [B, S, H] (wte[ids] + wpe's, so also of each of them).
 Tensor gpt2_backward(const PretrainedModel& model, const Gpt2Saved& saved, const Tensor& grad_logits,
                    PretrainedModel& grads);
@@ -53,10 +53,12 @@ PretrainedModel zeros_like(const PretrainedModel& model);
 // The weights GPT2Model(config) holds after torch.manual_seed(seed) (transformers' construction draws,
 // then post_init's _init_weights: wte and wpe, every Conv1D ~ N(0, initializer_range), biases 0,
 // LayerNorms 1 and 0, then each attn.c_proj and mlp.c_proj again ~ N(0, initializer_range / √(2·n_layer))),
-// drawn from `g`, which training's dropout continues.
+// drawn from `g`, which training's dropout continues. Untied (tie_word_embeddings false), GPT2LMHeadModel's
+// lm_head then: nn.Linear's kaiming-uniform draw, and post_init's N(0, initializer_range).
 PretrainedModel gpt2_init(const PretrainedConfig& config, TorchGenerator& g);
 // GPT2LMHeadModel.state_dict() as save_pretrained writes it: "transformer.wte.weight", …,
-// "transformer.h.{i}.attn.c_attn.weight" [H, 3H] (Conv1D's [in, out]), … (the tied lm_head left out).
+// "transformer.h.{i}.attn.c_attn.weight" [H, 3H] (Conv1D's [in, out]), … (a tied lm_head left out; an
+// untied one last, "lm_head.weight").
 std::vector<NamedTensor> gpt2_state_dict(const PretrainedModel& model);
 // config.json as GPT2Config.to_json_string writes it for this config.
 Json gpt2_config_json(const PretrainedConfig& config);

@@ -62,7 +62,7 @@ LogitLens logit_lens(const PretrainedModel& m, const Trace& trace, size_t top_k)
   if (m.config.family == ModelFamily::bert)
     throw InputError("--logit-lens reads GPT-2's unembedding or a classifier's head; BERT's base model has neither");
   return token_lens(model_stages(m.config), trace, top_k, m.config.vocab_size, [&m](const Tensor& x) {
-    return linear(layer_norm(x, m.final_norm, float(m.config.layer_norm_eps)), m.word_embeddings);
+    return linear(layer_norm(x, m.final_norm, float(m.config.layer_norm_eps)), m.unembedding());
   });
 }
 

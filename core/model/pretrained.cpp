@@ -66,11 +66,12 @@ void read_gpt2_config(const ConfigReader& r, PretrainedConfig& c) {
   c.hidden_size = r.size("n_embd", 768);
   c.num_heads = r.size("n_head", 12);
   c.num_layers = r.size("n_layer", 12);
-  c.intermediate_size = r.size("n_inner", 4 * c.hidden_size);
+  c.intermediate_size = r.size("n_inner", 4 * c.hidden_size, false);  // 0: attention-only (gpt2.hpp)
   c.max_positions = r.size("n_positions", 1024);
   c.layer_norm_eps = r.number("layer_norm_epsilon", 1e-5);
   c.activation = parse_hidden_act(r.text("activation_function", "gelu_new"), r.file, "activation_function");
   c.scale_by_layer = r.flag("scale_attn_by_inverse_layer_idx", false);
+  c.tie_word_embeddings = r.flag("tie_word_embeddings", true);
   c.embd_pdrop = r.probability("embd_pdrop", 0.1);
   c.resid_pdrop = r.probability("resid_pdrop", 0.1);
   c.attn_pdrop = r.probability("attn_pdrop", 0.1);
@@ -171,6 +172,7 @@ Slots gpt2_slots(PretrainedModel& m) {
     add_conv1d(s, p + "mlp.c_proj", l.linear2, c.intermediate_size, h);
   }
   add_norm(s, "ln_f", m.final_norm, h);
+  if (!c.tie_word_embeddings) add_table(s, "lm_head.weight", m.lm_head, c.vocab_size, h);  // beside the base model
   return s;
 }
 
@@ -189,7 +191,7 @@ void check_config(const PretrainedConfig& c, const std::string& file) {
     throw InputError(file + ": hidden size " + std::to_string(c.hidden_size) + " is not divisible by " +
                      std::to_string(c.num_heads) + " heads");
   const double h = double(c.hidden_size), i = double(c.intermediate_size);
-  const double tables = double(c.vocab_size + c.max_positions + c.type_vocab_size) * h;
+  const double tables = double(c.vocab_size * (c.tie_word_embeddings ? 1 : 2) + c.max_positions + c.type_vocab_size) * h;
   const double per_layer = 4 * h * h + 2 * h * i + 9 * h + i + 512;  // + the tensors' own bookkeeping
   check_fits_in_memory(4.0 * (tables + double(c.num_layers) * per_layer + h * h),
                        file + ": the weights of a " + family_name(c.family) + " model of this size");
@@ -416,6 +418,7 @@ void for_each_tensor(PretrainedModel& m, const std::function<void(Tensor&)>& vis
     for (Linear* x : {&l.query, &l.key, &l.value, &l.output, &l.linear1, &l.linear2}) given(x->weight), given(x->bias);
     for (LayerNorm* x : {&l.norm1, &l.norm2}) given(x->weight), given(x->bias);
   }
+  given(m.lm_head);
 }
 
 void for_each_tensor(const PretrainedModel& m, const std::function<void(const Tensor&)>& visit) {

@@ -23,6 +23,7 @@ struct PretrainedConfig {
   double layer_norm_eps = 1e-12;
   HiddenAct activation = HiddenAct::gelu;
   bool scale_by_layer = false;  // GPT-2's scale_attn_by_inverse_layer_idx
+  bool tie_word_embeddings = true;  // GPT-2: false gives the LM head its own weight (lm_head.weight)
   // GPT-2's training settings: dropout after the embeddings, on each residual branch and on the
   // attention weights; the std its weights are initialised with.
   double embd_pdrop = 0.1, resid_pdrop = 0.1, attn_pdrop = 0.1, initializer_range = 0.02;
@@ -37,7 +38,8 @@ PretrainedConfig pretrained_config_from_json(const Json& json, const std::string
 
 struct PretrainedModel {
   PretrainedConfig config;
-  Tensor word_embeddings;        // [V, H] (GPT-2: wte, also the tied LM head)
+  Tensor word_embeddings;        // [V, H] (GPT-2: wte, also the LM head when tied)
+  Tensor lm_head;                // [V, H]: GPT-2's own LM head (tie_word_embeddings false); else empty
   Tensor position_embeddings;    // [max_positions, H] (GPT-2: wpe)
   Tensor token_type_embeddings;  // [type_vocab_size, H]; BERT only
   LayerNorm embeddings_norm;     // BERT: embeddings.LayerNorm
@@ -51,6 +53,8 @@ struct PretrainedModel {
   std::vector<std::string> ignored;  // the file's tensors outside the base model (task heads, buffers)
 
   bool has_pooler() const { return pooler.weight.size() > 0 && pooler.weight.dimension() == 2; }
+  // GPT-2's unembedding [V, H]: lm_head, or wte when tied.
+  const Tensor& unembedding() const { return lm_head.dimension() ? lm_head : word_embeddings; }
 };
 
 // The base model from a checkpoint's tensors: a "bert." / "transformer." prefix is dropped, the old

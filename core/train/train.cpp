@@ -54,7 +54,9 @@ Json record_json(const StepRecord& r) {
 Json record_json(const EvalRecord& r) {
   Json j = {{"step", r.step}, {"val_loss", r.loss}, {"val_accuracy", r.accuracy}};
   if (r.repeated_loss) j["val_repeated_loss"] = *r.repeated_loss;
+  if (r.repeated_accuracy) j["val_repeated_accuracy"] = *r.repeated_accuracy;
   if (r.induction_score) j["induction_score"] = *r.induction_score;
+  if (r.previous_token_score) j["previous_token_score"] = *r.previous_token_score;
   return j;
 }
 

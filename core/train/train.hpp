@@ -52,13 +52,14 @@ struct EvalRecord {
   size_t step = 0;
   float loss = 0;
   double accuracy = 0;
-  // A language model on repeated halves (the induction task): the loss on the predictable half, and the
-  // best induction score of its heads (core/model/head_detectors.hpp).
+  // A language model on repeated segments (the induction tasks): the loss and accuracy on the segments'
+  // predictable tokens, the best induction (prefix-matching) score of its heads and the best previous-token
+  // score of its first layer's (core/train/train_lm.hpp).
   std::optional<float> repeated_loss;
-  std::optional<double> induction_score;
+  std::optional<double> repeated_accuracy, induction_score, previous_token_score;
 };
 // The --log lines: {"step", "loss", "accuracy", "lr", "grad_norm"} and {"step", "val_loss", "val_accuracy"}
-// (with "val_repeated_loss" and "induction_score" when measured).
+// (with "val_repeated_loss", "val_repeated_accuracy", "induction_score" and "previous_token_score" when measured).
 Json record_json(const StepRecord& r);
 Json record_json(const EvalRecord& r);
 

@@ -71,9 +71,16 @@ std::vector<LabelledLine> parse_data(const std::string& path, const std::string&
 // training lines, then on the validation lines, so that validation words are known too.
 void add_words(Vocab& vocab, const std::vector<LabelledLine>& lines);
 
+// Tokens [second, second + length) of an item repeating its tokens [first, first + length): the
+// induction tasks' items (core/train/train_lm.hpp) carry one; length 0: none.
+struct RepeatedSegment {
+  size_t first = 0, second = 0, length = 0;
+};
+
 // A tokenized item: batch::Item (line, id, tokens, ids) and its class.
 struct LabelledItem : batch::Item {
   int64_t label = 0;
+  RepeatedSegment repeat;  // a language task's, where it made one
 };
 
 // Tokenizes with batch::make_item: an unknown word becomes [UNK] if the vocabulary has it; a token id

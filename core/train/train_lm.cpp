@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "core/base/error.hpp"
 #include "core/base/json.hpp"
 #include "core/base/memory.hpp"
 #include "core/batch/batch.hpp"
 #include "core/kernels/kernels.hpp"
+#include "core/model/head_detectors.hpp"
 #include "core/model/tutorial.hpp"
 
 namespace attn::train {
@@ -128,15 +130,27 @@ PretrainedInput lm_batch(const std::vector<LabelledItem>& items, const std::vect
 namespace {
 
 const std::string letters = "abcdefghijklmnopqrstuvwxyz";
-const std::string induction_letters = letters + "ABCDEF";
-constexpr size_t induction_half = 12;
+const std::string induction_characters = letters + "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+constexpr size_t induction_length = 32, induction_shortest = 4, induction_longest = 12;
+const std::string halves_letters = letters + "ABCDEF";
+constexpr size_t halves_half = 12;
 
 size_t draw(TorchGenerator& g, size_t m) { return g.random() % m; }
 
-std::string induction_sample(TorchGenerator& g, size_t) {
+LmSample induction_sample(TorchGenerator& g, size_t) {
+  constexpr size_t S = induction_length;
+  std::string text;
+  for (size_t i = 0; i < S; ++i) text += induction_characters[draw(g, induction_characters.size())];
+  const size_t n = induction_shortest + draw(g, induction_longest - induction_shortest + 1);
+  const size_t a = draw(g, S + 1 - 2 * n), b = a + n + draw(g, S + 1 - 2 * n - a);
+  text.replace(b, n, text, a, n);
+  return {text, {a, b, n}};
+}
+
+LmSample halves_sample(TorchGenerator& g, size_t) {
   std::string half;
-  for (size_t i = 0; i < induction_half; ++i) half += induction_letters[draw(g, induction_letters.size())];
-  return half + half;
+  for (size_t i = 0; i < halves_half; ++i) half += halves_letters[draw(g, halves_letters.size())];
+  return {half + half, {0, halves_half, halves_half}};
 }
 
 std::string random_letters(TorchGenerator& g) {
@@ -145,14 +159,14 @@ std::string random_letters(TorchGenerator& g) {
   return s;
 }
 
-std::string copy_sample(TorchGenerator& g, size_t) {
+LmSample copy_sample(TorchGenerator& g, size_t) {
   const std::string s = random_letters(g);
-  return s + "|" + s;
+  return {s + "|" + s, {}};
 }
 
-std::string reverse_sample(TorchGenerator& g, size_t) {
+LmSample reverse_sample(TorchGenerator& g, size_t) {
   const std::string s = random_letters(g);
-  return s + "|" + std::string(s.rbegin(), s.rend());
+  return {s + "|" + std::string(s.rbegin(), s.rend()), {}};
 }
 
 std::string joined(const std::vector<std::string>& words) {
@@ -161,8 +175,8 @@ std::string joined(const std::vector<std::string>& words) {
   return out;
 }
 
-std::string korean_sample(TorchGenerator& g, size_t index) {
-  return joined(find_task(index % 2 == 0 ? "places" : "asked").sample(g, index)) + "\n";
+LmSample korean_sample(TorchGenerator& g, size_t index) {
+  return {joined(find_task(index % 2 == 0 ? "places" : "asked").sample(g, index)) + "\n", {}};
 }
 
 // Every character the korean task can write: its generators' vocabularies and the first tutorial's sentences.
@@ -178,12 +192,17 @@ std::string korean_characters() {
 
 const std::vector<LmTaskSpec>& lm_tasks() {
   static const std::vector<LmTaskSpec> tasks = [] {
-    std::vector<LmTaskSpec> t(5);
-    t[0] = {"induction", induction_letters, 64, 4, 2, 2 * induction_half, 1e-3, 32, 600, 20000, 500, induction_sample};
-    t[1] = {"copy", letters + "|", 64, 2, 2, 21, 1e-3, 32, 2000, 10000, 500, copy_sample};
-    t[2] = {"reverse", letters + "|", 64, 2, 2, 21, 1e-3, 32, 2000, 10000, 500, reverse_sample};
-    t[3] = {"korean", korean_characters(), 64, 2, 2, 32, 3e-3, 32, 1500, 4000, 400, korean_sample};
-    t[4] = {"text", "", 64, 2, 2, 64, 3e-3, 32, 1000, 0, 0, nullptr};
+    std::vector<LmTaskSpec> t(6);
+    // The induction circuit's model as Olsson et al.'s: attention only, its own unembedding, initialised
+    // at TransformerLens's scale (0.8 / sqrt(d_model) = 0.1): tied to wte or at 0.02 it finds no circuit
+    // in 5000 steps (docs/training-lm.md).
+    t[0] = {"induction", induction_characters, 64, 2, 2, induction_length, true, true, 0.1, 1e-3, 64, 5000, 20000, 512,
+            induction_sample};
+    t[1] = {"halves", halves_letters, 64, 4, 2, 2 * halves_half, false, false, 0.02, 1e-3, 32, 600, 20000, 500, halves_sample};
+    t[2] = {"copy", letters + "|", 64, 2, 2, 21, false, false, 0.02, 1e-3, 32, 2000, 10000, 500, copy_sample};
+    t[3] = {"reverse", letters + "|", 64, 2, 2, 21, false, false, 0.02, 1e-3, 32, 2000, 10000, 500, reverse_sample};
+    t[4] = {"korean", korean_characters(), 64, 2, 2, 32, false, false, 0.02, 3e-3, 32, 1500, 4000, 400, korean_sample};
+    t[5] = {"text", "", 64, 2, 2, 64, false, false, 0.02, 3e-3, 32, 1000, 0, 0, nullptr};
     return t;
   }();
   return tasks;
@@ -202,9 +221,10 @@ PretrainedConfig lm_task_config(const LmTaskSpec& task, size_t vocab_size) {
   c.family = ModelFamily::gpt2;
   c.architecture = "GPT2LMHeadModel";
   c.vocab_size = vocab_size, c.hidden_size = task.n_embd, c.num_heads = task.n_head, c.num_layers = task.n_layer;
-  c.intermediate_size = 4 * task.n_embd, c.max_positions = task.seq_len;
+  c.intermediate_size = task.attention_only ? 0 : 4 * task.n_embd, c.max_positions = task.seq_len;
   c.layer_norm_eps = 1e-5, c.activation = HiddenAct::gelu_new;
   c.embd_pdrop = c.resid_pdrop = c.attn_pdrop = 0.0;
+  c.tie_word_embeddings = !task.untied, c.initializer_range = task.initializer_range;
   return c;
 }
 
@@ -212,12 +232,21 @@ Datasets lm_task_data(const LmTaskSpec& task, const BytePairTokenizer& tokenizer
   if (!task.sample) return {};  // text: --data's only
   TorchGenerator g(seed);
   std::vector<LmLine> train, val;
-  for (size_t i = 0; i < task.train_size + task.val_size; ++i)
-    (i < task.train_size ? train : val).push_back({i < task.train_size ? i + 1 : i - task.train_size + 1, task.sample(g, i), {}});
-  // The korean task is one running text cut into windows; the others are an item each.
+  std::vector<RepeatedSegment> repeats;
+  for (size_t i = 0; i < task.train_size + task.val_size; ++i) {
+    LmSample sample = task.sample(g, i);
+    (i < task.train_size ? train : val).push_back({i < task.train_size ? i + 1 : i - task.train_size + 1, std::move(sample.text), {}});
+    repeats.push_back(sample.repeat);
+  }
+  // The korean task is one running text cut into windows; the others are an item each, of one token a
+  // character, so that a segment's places are its tokens'.
   if (task.name == "korean") train = {LmLine{0, lm_text(train), {}}}, val = {LmLine{0, lm_text(val), {}}};
   const size_t V = tokenizer.size();
-  return {lm_items(task.name, train, tokenizer, task.seq_len, V), lm_items(task.name, val, tokenizer, task.seq_len, V)};
+  Datasets d{lm_items(task.name, train, tokenizer, task.seq_len, V), lm_items(task.name, val, tokenizer, task.seq_len, V)};
+  if (repeats.front().length == 0) return d;
+  for (size_t i = 0; i < d.train.size(); ++i) d.train[i].repeat = repeats[i];
+  for (size_t i = 0; i < d.val.size(); ++i) d.val[i].repeat = repeats[task.train_size + i];
+  return d;
 }
 
 // --- training ---
@@ -264,46 +293,60 @@ std::vector<size_t> batch_indices(size_t n, size_t batch_size, size_t k) {
   return indices;
 }
 
+// Labels of the batch `indices` kept only at the positions predicting a repeated segment's second token
+// on (positions second … second + length − 2); the others −100.
+std::vector<int64_t> repeated_labels(std::vector<int64_t> labels, const PretrainedInput& in,
+                                     const std::vector<LabelledItem>& items, const std::vector<size_t>& indices) {
+  for (size_t b = 0; b < in.batch; ++b) {
+    const RepeatedSegment& r = items[indices[b]].repeat;
+    for (size_t s = 0; s < in.seq; ++s)
+      if (s < r.second || s + 1 >= r.second + r.length) labels[b * in.seq + s] = -100;
+  }
+  return labels;
+}
+
 // The items' losses in evaluation mode, summed over every predicted position and, when `repeated`, over
-// the second halves' predictable targets (positions half + 1 on) of the same logits; a batch at a time.
+// the repeated segments' predictable targets of the same logits; a batch at a time.
 struct LmLosses {
   double sum = 0, repeated_sum = 0;
-  size_t right = 0, n = 0, repeated_n = 0;
+  size_t right = 0, n = 0, repeated_right = 0, repeated_n = 0;
   void add_batch(const PretrainedModel& model, const std::vector<LabelledItem>& items, const std::vector<size_t>& indices,
                  const Hooks* hooks, bool repeated) {
     const PretrainedInput in = lm_batch(items, indices);
-    std::vector<int64_t> labels = next_token_labels(in);
+    const std::vector<int64_t> labels = next_token_labels(in);
     const Tensor logits = eval_logits(model, in, hooks);
     size_t c = counted(labels);
     sum += double(cross_entropy(logits, labels, 0.0, nullptr)) * double(c);
     right += correct(logits, labels);
     n += c;
     if (!repeated) return;
-    for (size_t b = 0; b < in.batch; ++b)
-      for (size_t s = 0; s < in.lengths[b] / 2; ++s) labels[b * in.seq + s] = -100;
-    c = counted(labels);
-    repeated_sum += double(cross_entropy(logits, labels, 0.0, nullptr)) * double(c);
+    const std::vector<int64_t> kept = repeated_labels(labels, in, items, indices);
+    c = counted(kept);
+    repeated_sum += double(cross_entropy(logits, kept, 0.0, nullptr)) * double(c);
+    repeated_right += correct(logits, kept);
     repeated_n += c;
   }
+  RepeatedFit repeated() const { return {float(repeated_sum / double(repeated_n)), double(repeated_right) / double(repeated_n)}; }
 };
 
 }  // namespace
 
-bool repeated_halves(const std::vector<LabelledItem>& items) {
-  return std::all_of(items.begin(), items.end(), [](const LabelledItem& item) {
-    const auto half = std::ptrdiff_t(item.ids.size() / 2);
-    return item.ids.size() % 2 == 0 && half >= 2 && std::equal(item.ids.begin(), item.ids.begin() + half, item.ids.begin() + half);
+bool has_repeats(const std::vector<LabelledItem>& items) {
+  return !items.empty() && std::all_of(items.begin(), items.end(), [](const LabelledItem& item) {
+    const RepeatedSegment& r = item.repeat;
+    return r.length >= 2 && r.first + r.length <= r.second && r.second + r.length <= item.ids.size();
   });
 }
 
-std::optional<float> repeated_half_loss(const PretrainedModel& model, const std::vector<LabelledItem>& items) {
-  if (!repeated_halves(items)) return std::nullopt;
+std::optional<RepeatedFit> repeated_fit(const PretrainedModel& model, const std::vector<LabelledItem>& items) {
+  if (!has_repeats(items)) return std::nullopt;
   LmLosses l;
   for (size_t k = 0; k * 64 < items.size(); ++k) l.add_batch(model, items, batch_indices(items.size(), 64, k), nullptr, true);
-  return float(l.repeated_sum / double(l.repeated_n));
+  return l.repeated();
 }
 
-std::vector<double> prefix_matching_scores(const PretrainedModel& model, const Trace& trace, const PretrainedInput& in) {
+std::vector<double> prefix_matching_scores(const PretrainedModel& model, const Trace& trace, const PretrainedInput& in,
+                                           const std::vector<LabelledItem>& items) {
   const size_t H = model.config.num_heads, S = in.seq;
   std::vector<double> scores;
   for (size_t layer = 0; layer < model.layers.size(); ++layer) {
@@ -311,21 +354,28 @@ std::vector<double> prefix_matching_scores(const PretrainedModel& model, const T
     for (size_t h = 0; h < H; ++h) {
       double sum = 0;
       size_t n = 0;
-      for (size_t b = 0; b < in.batch; ++b)
-        for (size_t i = in.lengths[b] / 2; i < in.lengths[b]; ++i, ++n)
-          sum += w.data()[((b * H + h) * S + i) * S + i - in.lengths[b] / 2 + 1];
+      for (size_t b = 0; b < in.batch; ++b) {
+        const RepeatedSegment& r = items[b].repeat;
+        for (size_t i = r.second; i < r.second + r.length; ++i, ++n)
+          sum += w.data()[((b * H + h) * S + i) * S + i - (r.second - r.first) + 1];
+      }
       scores.push_back(sum / double(n));
     }
   }
   return scores;
 }
 
-double best_induction_score(const PretrainedModel& model, const std::vector<LabelledItem>& items) {
-  std::vector<size_t> first;
-  for (size_t i = 0; i < std::min<size_t>(items.size(), 32); ++i) first.push_back(i);
-  const PretrainedInput in = lm_batch(items, first);
-  const std::vector<double> scores = prefix_matching_scores(model, gpt2_forward(model, in), in);
-  return *std::max_element(scores.begin(), scores.end());
+CircuitScores circuit_scores(const PretrainedModel& model, const std::vector<LabelledItem>& items) {
+  const std::vector<LabelledItem> first(items.begin(), items.begin() + std::ptrdiff_t(std::min<size_t>(items.size(), 32)));
+  std::vector<size_t> all(first.size());
+  std::iota(all.begin(), all.end(), size_t(0));
+  const PretrainedInput in = lm_batch(first, all);
+  const Trace trace = gpt2_forward(model, in);
+  const std::vector<double> induction = prefix_matching_scores(model, trace, in, first);
+  const std::vector<double> previous =
+      detect_heads(model_stages(model.config), trace, in.ids, in.lengths, {HeadKind::previous_token}, {})[0].scores;
+  const auto first_layer = previous.begin() + std::ptrdiff_t(model.config.num_heads);
+  return {*std::max_element(induction.begin(), induction.end()), *std::max_element(previous.begin(), first_layer)};
 }
 
 LmTrainer::LmTrainer(PretrainedModel model, std::vector<LabelledItem> train_items, TrainSettings settings,
@@ -384,12 +434,12 @@ StepRecord LmTrainer::step() {
 namespace {
 
 // The mean loss over every predicted position of the items, and the share predicted right; with repeated
-// halves and no hooks, their loss too, and a last part: the best induction score.
+// segments and no hooks, their fit too, and a last part: the circuit's scores.
 class LmEvaluation : public Evaluation {
  public:
   LmEvaluation(const PretrainedModel& model, const TrainSettings& s, ThreadPool* pool,
                const std::vector<LabelledItem>& items, const Hooks* hooks)
-      : model_(model), s_(s), pool_(pool), items_(items), hooks_(hooks), repeated_(!hooks && repeated_halves(items)),
+      : model_(model), s_(s), pool_(pool), items_(items), hooks_(hooks), repeated_(!hooks && has_repeats(items)),
         batches_((items.size() + s.batch_size - 1) / s.batch_size) {}
   bool done() const override { return part_ == batches_ + (repeated_ ? 1 : 0); }
   void next() override {
@@ -397,14 +447,17 @@ class LmEvaluation : public Evaluation {
     if (part_ < batches_)
       l_.add_batch(model_, items_, batch_indices(items_.size(), s_.batch_size, part_), hooks_, repeated_);
     else
-      induction_score_ = best_induction_score(model_, items_);
+      circuit_ = circuit_scores(model_, items_);
     ++part_;
   }
   EvalRecord result() const override {
     EvalRecord r;
     r.loss = float(l_.sum / double(l_.n));
     r.accuracy = double(l_.right) / double(l_.n);
-    if (repeated_) r.repeated_loss = float(l_.repeated_sum / double(l_.repeated_n)), r.induction_score = induction_score_;
+    if (!repeated_) return r;
+    const RepeatedFit fit = l_.repeated();
+    r.repeated_loss = fit.loss, r.repeated_accuracy = fit.accuracy;
+    r.induction_score = circuit_.induction, r.previous_token_score = circuit_.previous_token;
     return r;
   }
 
@@ -417,7 +470,7 @@ class LmEvaluation : public Evaluation {
   bool repeated_;
   size_t batches_, part_ = 0;
   LmLosses l_;
-  double induction_score_ = 0;
+  CircuitScores circuit_;
 };
 
 }  // namespace

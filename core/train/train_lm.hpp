@@ -44,24 +44,35 @@ PretrainedInput lm_batch(const std::vector<LabelledItem>& items, const std::vect
 //
 // Item i (0-based) is drawn from the task's one generator after items 0 … i−1 (draw(m) as train_data.hpp's:
 // g.random() mod m), as text over the task's characters:
-//   induction: 12 letters, each of a … z A … F drawn (draw(32)), then the same 12 again: the second half
-//     is predictable only by looking back (an induction head: attend to the token after the earlier copy
-//     of the current one);
+//   induction: 32 tokens, each of a … z A … Z 0 … 9 drawn (draw(62)); then a segment's length
+//     n = 4 + draw(9), its first place a = draw(33 − 2n) and its second b = a + n + draw(33 − 2n − a):
+//     tokens b … b+n−1 are made those of a … a+n−1. Only the content finds the earlier copy (its length and
+//     distance vary), so a previous-token head and an induction head reading it must form (Olsson et al.);
+//   halves: 12 letters of a … z A … F (draw(32)), then the same 12 again: the positional contrast, which a
+//     head attending 11 places back solves (docs/training-lm.md);
 //   copy: L = 3 + draw(8) letters of a … z, "|", the same letters again (the copy's attention is a
 //     diagonal L + 1 positions back);
 //   reverse: the same letters, "|", then reversed (an anti-diagonal);
 //   korean: a sentence of the classifier tasks' places (even i) or asked (odd i) generators, its words
 //     joined by spaces, then "\n"; the items are windows of that text (seq_len characters);
 //   text: no items of its own: a character language model of --data's text (its vocabulary built from it).
+// Induction and halves items carry their repeated segment (LabelledItem::repeat).
+struct LmSample {
+  std::string text;
+  RepeatedSegment repeat;
+};
 struct LmTaskSpec {
   std::string name;
   std::string characters;  // the vocabulary's characters (character_tokenizer's input); "": the data's
   size_t n_embd = 64, n_head = 2, n_layer = 2, seq_len = 32;
+  bool attention_only = false;  // no MLP (n_inner 0, as transformers builds it: the MLP adds its c_proj.bias)
+  bool untied = false;          // an LM head of its own (tie_word_embeddings false)
+  double initializer_range = 0.02;
   double lr = 1e-3;
   size_t batch_size = 32, steps = 1000, train_size = 0, val_size = 0;
-  std::string (*sample)(TorchGenerator& g, size_t index) = nullptr;  // item `index`'s text; null: none
+  LmSample (*sample)(TorchGenerator& g, size_t index) = nullptr;  // item `index`; null: none
 };
-const std::vector<LmTaskSpec>& lm_tasks();                      // induction, copy, reverse, korean, text
+const std::vector<LmTaskSpec>& lm_tasks();  // induction, halves, copy, reverse, korean, text
 const LmTaskSpec* find_lm_task(const std::string& name);        // null: not a language task
 // The task's tokenizer, GPT-2 config (from the task's sizes; dropout 0) and items.
 BytePairTokenizer lm_task_tokenizer(const LmTaskSpec& task);
@@ -70,18 +81,29 @@ Datasets lm_task_data(const LmTaskSpec& task, const BytePairTokenizer& tokenizer
 
 // --- training ---
 
-// Whether every item is a half repeated once (the induction task's form).
-bool repeated_halves(const std::vector<LabelledItem>& items);
-// The loss on the second half's predictable targets of items made of a half repeated (the induction
-// task): positions half + 1 … 2·half − 1, in evaluation mode; null when the items are not of that form.
-std::optional<float> repeated_half_loss(const PretrainedModel& model, const std::vector<LabelledItem>& items);
-// The induction (prefix-matching) score of Olsson et al. and ARENA's tutorials, best over the model's
-// heads: on the first 32 of such items, a head's mean attention from each position i of the second
-// half to i − half + 1, the token after the earlier copy of i's token. TransformerLens's detector
-// (attn heads) averages over the first half too, where no head can match, so it stays under 0.5.
-double best_induction_score(const PretrainedModel& model, const std::vector<LabelledItem>& items);
-// That score of every head, [layers, heads] flat, from a forward's trace of such items `in`.
-std::vector<double> prefix_matching_scores(const PretrainedModel& model, const Trace& trace, const PretrainedInput& in);
+// Whether every item carries a repeated segment (the induction and halves tasks').
+bool has_repeats(const std::vector<LabelledItem>& items);
+// The loss and the share of right next-token predictions on the repeated segments' predictable tokens
+// (from each segment's second token on: only there can the earlier copy tell the next token), in
+// evaluation mode; null when the items carry no segments.
+struct RepeatedFit {
+  float loss = 0;
+  double accuracy = 0;
+};
+std::optional<RepeatedFit> repeated_fit(const PretrainedModel& model, const std::vector<LabelledItem>& items);
+// The induction (prefix-matching) score of Olsson et al. and ARENA's tutorials, per head ([layers, heads]
+// flat): a head's mean attention from each position i of a repeated segment's second copy to i − (second −
+// first) + 1, the token after the earlier copy of i's token. `items` are the batch `in` was made of
+// (lm_batch) and `trace` its forward's. TransformerLens's detector (attn heads) averages over every
+// position, most of which no head can match, so it stays lower.
+std::vector<double> prefix_matching_scores(const PretrainedModel& model, const Trace& trace, const PretrainedInput& in,
+                                           const std::vector<LabelledItem>& items);
+// On the first 32 items: the best prefix-matching score of the model's heads, and the best previous-token
+// score (TransformerLens's detector) of its first layer's heads: the two heads of the induction circuit.
+struct CircuitScores {
+  double induction = 0, previous_token = 0;
+};
+CircuitScores circuit_scores(const PretrainedModel& model, const std::vector<LabelledItem>& items);
 
 class LmTrainer : public Training {
  public:
@@ -92,7 +114,7 @@ class LmTrainer : public Training {
   // accuracy: the share of predicted positions whose most likely next token is the right one.
   StepRecord step() override;
   void begin_step() override;  // the forward pass and the loss
-  // With repeated halves (the induction task), also their loss and the best induction score.
+  // With repeated segments (the induction tasks), also their fit and the circuit's scores.
   EvalRecord evaluate(const std::vector<LabelledItem>& items, const Hooks* hooks = nullptr) const override;
   std::unique_ptr<Evaluation> begin_evaluation(const std::vector<LabelledItem>& items) const override;
   const PretrainedModel& model() const { return model_; }

@@ -168,6 +168,9 @@ void check_lm_options(const TrainOptions& o) {
   if (!m.model_dir.empty() && (!m.config_file.empty() || !m.vocab.empty() || !m.merges.empty()))
     throw InputError("--model-dir takes the folder's config.json, weights and tokenizer files: drop --config, --vocab "
                      "and --merges");
+  if (o.attention_only && (o.task.empty() || !m.model_dir.empty() || !m.config_file.empty()))
+    throw InputError("--attention-only shapes a language task's model from scratch (--task); a --config says it with "
+                     "\"n_inner\": 0, and --model-dir's config decides");
   if (!m.model_dir.empty() && !o.task.empty())
     throw InputError("--task " + o.task + " brings its own vocabulary and model; --model-dir fine-tunes on --data");
   if (m.vocab.empty() != m.merges.empty()) throw InputError("a GPT-2 tokenizer needs both --vocab vocab.json and --merges merges.txt");
@@ -192,7 +195,11 @@ BytePairTokenizer lm_tokenizer(const TrainOptions& o, const LmTaskSpec* task, co
 // A transformers config.json for a model trained from scratch: GPT-2's, vocab_size the tokenizer's when
 // the file leaves it out.
 PretrainedConfig lm_config(const TrainOptions& o, const LmTaskSpec* task, const BytePairTokenizer& tokenizer) {
-  if (o.model.config_file.empty()) return lm_task_config(*task, tokenizer.size());
+  if (o.model.config_file.empty()) {
+    LmTaskSpec shape = *task;
+    shape.attention_only = shape.attention_only || o.attention_only;
+    return lm_task_config(shape, tokenizer.size());
+  }
   Json j = read_json_file(o.model.config_file, "config file");
   if (j.is_object() && !j.contains("vocab_size")) j["vocab_size"] = tokenizer.size();
   const PretrainedConfig c = pretrained_config_from_json(j, o.model.config_file);
@@ -266,8 +273,8 @@ TrainRun prepare_train_run(const TrainOptions& o) {
     return r;
   }
   if (!o.data_text.empty()) throw InputError("a text trains a language model: choose the task text or korean");
-  if (!o.seq_len.empty() || !o.save_merges.empty() || !o.save_model_dir.empty())
-    throw InputError("--seq-len, --save-merges and --save-model-dir belong to language models (a GPT-2 config, "
+  if (!o.seq_len.empty() || !o.save_merges.empty() || !o.save_model_dir.empty() || o.attention_only)
+    throw InputError("--seq-len, --save-merges, --save-model-dir and --attention-only belong to language models (a GPT-2 config, "
                      "--model-dir or a language task)");
   r.data = load_data(o, seed);
   r.settings = settings_of(o, r.data, seed);

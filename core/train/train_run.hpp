@@ -23,6 +23,7 @@ struct TrainOptions {
       clip_grad_norm, schedule = "constant", warmup = "0", label_smoothing = "0", eval_every, threads = "1",
       backend;  // backend empty: the exact path
   bool nesterov = false, no_shuffle = false, resume = false, quiet = false;
+  bool attention_only = false;  // a language task's model from scratch without MLPs (GPT-2 with n_inner 0)
   std::string log, save_weights, save_config, save_vocab, save_grads, checkpoint, checkpoint_every = "100";
   // Language models (GPT-2): tokens per training window; the merges beside --save-vocab; a checkpoint folder.
   std::string seq_len, save_merges, save_model_dir;

@@ -80,7 +80,7 @@ class GPT2Attention(nn.Module):
 class GPT2MLP(nn.Module):
     def __init__(self, c):
         super().__init__()
-        inner = c["n_inner"] or 4 * c["n_embd"]
+        inner = c["n_inner"] if c["n_inner"] is not None else 4 * c["n_embd"]  # 0: the MLP adds c_proj.bias
         self.c_fc = Conv1D(inner, c["n_embd"])
         self.c_proj = Conv1D(c["n_embd"], inner)
         self.act = ACTIVATIONS[c["activation_function"]]
@@ -137,13 +137,19 @@ class GPT2Model(nn.Module):
 
 
 class GPT2LMHeadModel(nn.Module):
-    """lm_head is tied to transformer.wte: here it is no module at all."""
+    """lm_head is tied to transformer.wte: here it is no module at all. With tie_word_embeddings false it is
+    GPT2LMHeadModel's nn.Linear, drawn when built (kaiming-uniform), then by post_init, which initialises
+    only the modules GPT2Model's own post_init has not: N(0, initializer_range)."""
     def __init__(self, c):
         super().__init__()
         self.transformer = GPT2Model(c)
+        if not c.get("tie_word_embeddings", True):
+            self.lm_head = nn.Linear(c["n_embd"], c["vocab_size"], bias=False)
+            self.lm_head.weight.data.normal_(mean=0.0, std=c["initializer_range"])
 
     def forward(self, input_ids, labels):
-        logits = F.linear(self.transformer(input_ids), self.transformer.wte.weight)
+        head = self.lm_head.weight if hasattr(self, "lm_head") else self.transformer.wte.weight
+        logits = F.linear(self.transformer(input_ids), head)
         return F.cross_entropy(logits[..., :-1, :].reshape(-1, logits.size(-1)), labels[..., 1:].reshape(-1),
                                ignore_index=-100)
 
@@ -159,6 +165,8 @@ CASES = {
         "config": {**BASE, "activation_function": "gelu", "attn_pdrop": 0.0, "embd_pdrop": 0.0, "resid_pdrop": 0.0,
                    "n_layer": 3, "n_inner": 24, "scale_attn_by_inverse_layer_idx": True, "initializer_range": 0.2},
         "seed": 7, "lr": 1e-2},
+    "attention_only_untied": {"config": {**BASE, "n_inner": 0, "tie_word_embeddings": False, "initializer_range": 0.1},
+                              "seed": 3, "lr": 3e-3},
 }
 STEPS = 20
 

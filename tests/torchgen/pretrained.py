@@ -343,8 +343,10 @@ class Conv1D(nn.Module):
         self.bias = nn.Parameter(torch.zeros(nf))
 
     def forward(self, x):
+        # transformers writes x.view(-1, x.size(-1)), which cannot reshape an MLP of n_inner 0 (no
+        # elements); flatten is the same reshape otherwise and keeps that width (addmm then adds the bias).
         size_out = x.size()[:-1] + (self.weight.size(-1),)
-        return torch.addmm(self.bias, x.view(-1, x.size(-1)), self.weight).view(size_out)
+        return torch.addmm(self.bias, x.flatten(0, -2), self.weight).view(size_out)
 
 
 class GPT2Attention(nn.Module):
@@ -387,7 +389,7 @@ def gelu_new(x):
 class GPT2MLP(nn.Module):
     def __init__(self, c):
         super().__init__()
-        inner = c["n_inner"] or 4 * c["n_embd"]
+        inner = c["n_inner"] if c["n_inner"] is not None else 4 * c["n_embd"]  # 0: the MLP adds c_proj.bias
         self.c_fc = Conv1D(inner, c["n_embd"])
         self.c_proj = Conv1D(c["n_embd"], inner)
 
@@ -436,13 +438,19 @@ class GPT2Model(nn.Module):
 
 
 class GPT2LMHeadModel(nn.Module):
-    """lm_head is tied to transformer.wte and save_pretrained leaves it out: here it is no module at all."""
+    """lm_head is tied to transformer.wte and save_pretrained leaves it out: here it is no module at all,
+    unless tie_word_embeddings is false (then lm_head.weight is the model's own)."""
     def __init__(self, c, old_buffers=False):
         super().__init__()
         self.transformer = GPT2Model(c, old_buffers)
+        if not c.get("tie_word_embeddings", True):
+            self.lm_head = nn.Linear(c["n_embd"], c["vocab_size"], bias=False)
+
+    def unembedding(self):
+        return self.lm_head.weight if hasattr(self, "lm_head") else self.transformer.wte.weight
 
     def forward(self, input_ids):
-        logits = F.linear(self.transformer(input_ids), self.transformer.wte.weight); rec("logits", logits)
+        logits = F.linear(self.transformer(input_ids), self.unembedding()); rec("logits", logits)
         rec("next_token_probs", nn.functional.softmax(logits[:, -1], dim=-1))
         return logits
 
