@@ -274,9 +274,9 @@ void add_train_command(CLI::App& app, TrainOptions& o) {
   cmd->add_option("--betas", o.betas, "Adam/AdamW betas as B1,B2 (default 0.9,0.999)");
   cmd->add_option("--eps", o.eps, "Adam/AdamW eps (default 1e-8)");
   cmd->add_option("--clip-grad-norm", o.clip_grad_norm, "clip the gradients' total 2-norm to this (clip_grad_norm_)");
-  cmd->add_option("--schedule", o.schedule, "constant | cosine (linear warm-up, then cosine decay to 0)")
-      ->capture_default_str();
-  cmd->add_option("--warmup", o.warmup, "linear warm-up steps")->capture_default_str();
+  cmd->add_option("--schedule", o.schedule, "constant | cosine (linear warm-up, then cosine decay to 0; default: "
+                  "the task's, else constant)");
+  cmd->add_option("--warmup", o.warmup, "linear warm-up steps (default: the task's, else 0)");
   cmd->add_option("--label-smoothing", o.label_smoothing, "F.cross_entropy's label_smoothing")->capture_default_str();
   cmd->add_flag("--no-shuffle", o.no_shuffle, "batch k holds items k*B ... k*B+B-1 in file order (cycling)");
   cmd->add_option("--eval-every", o.eval_every, "evaluate on the validation items every N steps (and at the end)");

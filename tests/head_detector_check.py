@@ -152,9 +152,9 @@ def composition_case(attn, case, folder):
 
 
 def fitted_case(attn, tmp):
-    """A model of 24 positions (the induction task's): the default sequences fit it, and say so."""
-    folder = tmp / "induction"
-    subprocess.run([attn, "train", "--task", "induction", "--steps", "1", "--save-model-dir", str(folder), "--quiet"],
+    """A model of 24 positions (the halves task's): the default sequences fit it, and say so."""
+    folder = tmp / "halves"
+    subprocess.run([attn, "train", "--task", "halves", "--steps", "1", "--save-model-dir", str(folder), "--quiet"],
                    check=True, timeout=300)
     ours = attn_heads(attn, ["--model-dir", str(folder)])
     s = ours["sequences"]

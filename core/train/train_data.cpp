@@ -124,7 +124,7 @@ std::vector<LabelledItem> make_items(const std::string& path, const std::vector<
   LineErrors errors(path);
   for (const auto& line : lines) {
     try {
-      items.push_back({batch::make_item(line.raw, line.line, rules), line.label});
+      items.push_back({batch::make_item(line.raw, line.line, rules), line.label, {}});
     } catch (const InputError& e) {
       errors.add(line.line, e.what());
     }

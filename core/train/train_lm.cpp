@@ -193,16 +193,16 @@ std::string korean_characters() {
 const std::vector<LmTaskSpec>& lm_tasks() {
   static const std::vector<LmTaskSpec> tasks = [] {
     std::vector<LmTaskSpec> t(6);
-    // The induction circuit's model as Olsson et al.'s: attention only, its own unembedding, initialised
-    // at TransformerLens's scale (0.8 / sqrt(d_model) = 0.1): tied to wte or at 0.02 it finds no circuit
-    // in 5000 steps (docs/training-lm.md).
-    t[0] = {"induction", induction_characters, 64, 2, 2, induction_length, true, true, 0.1, 1e-3, 64, 5000, 20000, 512,
-            induction_sample};
-    t[1] = {"halves", halves_letters, 64, 4, 2, 2 * halves_half, false, false, 0.02, 1e-3, 32, 600, 20000, 500, halves_sample};
-    t[2] = {"copy", letters + "|", 64, 2, 2, 21, false, false, 0.02, 1e-3, 32, 2000, 10000, 500, copy_sample};
-    t[3] = {"reverse", letters + "|", 64, 2, 2, 21, false, false, 0.02, 1e-3, 32, 2000, 10000, 500, reverse_sample};
-    t[4] = {"korean", korean_characters(), 64, 2, 2, 32, false, false, 0.02, 3e-3, 32, 1500, 4000, 400, korean_sample};
-    t[5] = {"text", "", 64, 2, 2, 64, false, false, 0.02, 3e-3, 32, 1000, 0, 0, nullptr};
+    t[0] = {"induction", induction_characters, 64, 2, 2, induction_length, 2e-3, 64, 5000, 20000, 512, induction_sample};
+    // The circuit's model as Olsson et al.'s: attention only, its own unembedding, initialised at
+    // TransformerLens's scale (0.8 / sqrt(d_model) = 0.1), the learning rate warmed up then decayed: tied
+    // to wte, at 0.02 or at a constant rate it finds no circuit, or a blurred one (docs/training-lm.md).
+    t[0].attention_only = t[0].untied = true, t[0].initializer_range = 0.1, t[0].schedule = "cosine", t[0].warmup_share = 0.04;
+    t[1] = {"halves", halves_letters, 64, 4, 2, 2 * halves_half, 1e-3, 32, 600, 20000, 500, halves_sample};
+    t[2] = {"copy", letters + "|", 64, 2, 2, 21, 1e-3, 32, 2000, 10000, 500, copy_sample};
+    t[3] = {"reverse", letters + "|", 64, 2, 2, 21, 1e-3, 32, 2000, 10000, 500, reverse_sample};
+    t[4] = {"korean", korean_characters(), 64, 2, 2, 32, 3e-3, 32, 1500, 4000, 400, korean_sample};
+    t[5] = {"text", "", 64, 2, 2, 64, 3e-3, 32, 1000, 0, 0, nullptr};
     return t;
   }();
   return tasks;

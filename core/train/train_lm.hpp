@@ -65,12 +65,14 @@ struct LmTaskSpec {
   std::string name;
   std::string characters;  // the vocabulary's characters (character_tokenizer's input); "": the data's
   size_t n_embd = 64, n_head = 2, n_layer = 2, seq_len = 32;
-  bool attention_only = false;  // no MLP (n_inner 0, as transformers builds it: the MLP adds its c_proj.bias)
-  bool untied = false;          // an LM head of its own (tie_word_embeddings false)
-  double initializer_range = 0.02;
   double lr = 1e-3;
   size_t batch_size = 32, steps = 1000, train_size = 0, val_size = 0;
   LmSample (*sample)(TorchGenerator& g, size_t index) = nullptr;  // item `index`; null: none
+  bool attention_only = false;  // no MLP (n_inner 0, as transformers builds it: the MLP adds its c_proj.bias)
+  bool untied = false;          // an LM head of its own (tie_word_embeddings false)
+  double initializer_range = 0.02;
+  std::string schedule = "constant";  // and its warm-up, a share of the run's steps (--schedule, --warmup)
+  double warmup_share = 0;
 };
 const std::vector<LmTaskSpec>& lm_tasks();  // induction, halves, copy, reverse, korean, text
 const LmTaskSpec* find_lm_task(const std::string& name);        // null: not a language task

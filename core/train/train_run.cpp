@@ -1,5 +1,7 @@
 #include "core/train/train_run.hpp"
 
+#include <cmath>
+
 #include "core/base/error.hpp"
 #include "core/base/parse.hpp"
 #include "core/batch/batch.hpp"
@@ -71,11 +73,14 @@ struct Defaults {
   double lr = 1e-3;
   size_t batch_size = 32, steps = 1000;
   MaskKind mask = MaskKind::padding;
+  std::string schedule = "constant";
+  double warmup_share = 0;  // of the run's steps, rounded
 };
 
 Defaults defaults_of(const RunData& d) {
   if (const TaskSpec* t = d.task) return {t->optimizer, t->lr, t->batch_size, t->steps, t->mask};
-  if (const LmTaskSpec* t = d.lm_task) return {"adamw", t->lr, t->batch_size, t->steps, MaskKind::causal};
+  if (const LmTaskSpec* t = d.lm_task)
+    return {"adamw", t->lr, t->batch_size, t->steps, MaskKind::causal, t->schedule, t->warmup_share};
   return {};
 }
 
@@ -96,7 +101,9 @@ TrainSettings settings_of(const TrainOptions& o, const RunData& d, uint64_t seed
     s.steps = steps_for_epochs(parse_size("--epochs", o.epochs, 1), d.sets.train.size(), s.batch_size);
   else
     s.steps = o.steps.empty() ? t.steps : parse_size("--steps", o.steps, 1);
-  s.schedule = {parse_schedule(o.schedule), parse_size("--warmup", o.warmup, 0), s.steps};
+  s.schedule = {parse_schedule(o.schedule.empty() ? t.schedule : o.schedule),
+                o.warmup.empty() ? size_t(std::lround(t.warmup_share * double(s.steps))) : parse_size("--warmup", o.warmup, 0),
+                s.steps};
   s.shuffle = !o.no_shuffle;
   s.seed = seed;
   if (!o.clip_grad_norm.empty()) s.clip_grad_norm = parse_number("--clip-grad-norm", o.clip_grad_norm);

@@ -20,7 +20,7 @@ struct TrainOptions {
   ModelOptions model;
   std::string task, data, val_data, val_fraction, save_data, save_val_data;
   std::string steps, epochs, batch_size, optimizer, lr, weight_decay, momentum, dampening, betas, eps,
-      clip_grad_norm, schedule = "constant", warmup = "0", label_smoothing = "0", eval_every, threads = "1",
+      clip_grad_norm, schedule, warmup, label_smoothing = "0", eval_every, threads = "1",  // empty: the task's
       backend;  // backend empty: the exact path
   bool nesterov = false, no_shuffle = false, resume = false, quiet = false;
   bool attention_only = false;  // a language task's model from scratch without MLPs (GPT-2 with n_inner 0)
