@@ -17,6 +17,7 @@
 #include "tests/fixtures.hpp"
 #include "ui/model_files.hpp"
 #include "ui/playground.hpp"
+#include "core/model/circuits.hpp"
 #include "ui/training.hpp"
 
 using namespace attn;
@@ -274,10 +275,12 @@ TEST_CASE("ui training: a language task trains GPT-2 as the run builder does, wi
     CHECK(snap->weights[0].shape()[0] == 2);
     CHECK(snap->weights[0].shape()[3] == 24);
     CHECK(snap->sample.size() == t.sample_expected().size());  // greedy, one letter per token
-    for (const Tensor& scores : snap->head_scores) {
+    for (size_t k = 0; k < head_score_kinds; ++k) {
+      const Tensor& scores = snap->head_scores[k];
       REQUIRE(scores.dimension() == 2);
-      CHECK(scores.shape()[0] == 2);
-      CHECK(scores.shape()[1] == 4);
+      const bool pairs = k >= first_composition_kind;  // [layers·heads, layers·heads]
+      CHECK(scores.shape()[0] == (pairs ? 8 : 2));
+      CHECK(scores.shape()[1] == (pairs ? 8 : 4));
       for (float x : scores) CHECK((x >= 0 && x <= 1));
     }
   }
@@ -287,10 +290,21 @@ TEST_CASE("ui training: a language task trains GPT-2 as the run builder does, wi
   CHECK(last->step == 20);
   const double best = *std::max_element(last->head_scores[3].begin(), last->head_scores[3].end());
   CHECK(std::fabs(best - records.back()["induction_score"].get<double>()) < 0.1);
-  // A head ablated: the next-token accuracy with and without it.
+  // The compositions are attn heads --composition's (core/model/circuits.hpp) of the model at that step:
+  // row L0H2 read by column L1H3 through its keys.
+  const PretrainedModel trained = t.language_model_copy()->model;
+  CHECK(last->head_scores[first_composition_kind + 1].data()[2 * 8 + 4 + 3] ==
+        Approx(composition_scores(trained.layers, 4, true, CompositionKind::k).at(0, 2, 1, 3)).epsilon(1e-6));
+  CHECK(last->head_scores[first_composition_kind].data()[(4 + 1) * 8 + 2] == 0.0f);  // a later head writing: none
+  // A head ablated: the next-token accuracy with and without it, and on the repeated segments theirs and
+  // the induction score.
   const auto ablated = t.ablated_accuracy({{1, 0}});
   REQUIRE(ablated);
   CHECK(ablated->accuracy == Approx(records.back()["val_accuracy"].get<double>()));
+  REQUIRE(ablated->repeated);
+  CHECK(*ablated->repeated == Approx(records.back()["val_repeated_accuracy"].get<double>()));
+  CHECK(*ablated->induction == Approx(records.back()["induction_score"].get<double>()));
+  REQUIRE(ablated->induction_ablated);
   CHECK(t.model_copy() == nullptr);
   CHECK_FALSE(t.vocab());
 }

@@ -121,10 +121,22 @@ def learned(model, config, folder, log):
           f"induction, step {last['step']}: repeated accuracy {last['val_repeated_accuracy']:.3f}, induction score "
           f"{last['induction_score']:.3f}, layer 0's previous-token score {last['previous_token_score']:.3f}")
     vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
-    previous, induction_, accuracy = circuit(model, vocab, config["n_layer"], repeated_items(256, seed=1))
+    items = repeated_items(256, seed=1)
+    previous, induction_, accuracy = circuit(model, vocab, config["n_layer"], items)
     check(previous[0].max() >= 0.6 and induction_[1:].max() >= 0.6 and accuracy >= 0.8,
           f"PyTorch on 256 fresh sequences: layer 0's previous-token score {previous[0].max():.3f}, a later layer's "
           f"induction score {induction_[1:].max():.3f} (both >= 0.6), repeated accuracy {accuracy:.3f} (>= 0.8)")
+    # The circuit is causal: layer 0's previous-token heads zero-ablated (as attn's --ablate and the Train
+    # tab's ablation do), the induction head loses its pattern and the segment its predictions.
+    heads = [(0, h) for h in range(config["n_head"]) if previous[0][h] >= 0.3]
+    ablation = IC.Ablation(heads, [], "zero", config["n_embd"] // config["n_head"])
+    handles = ablation.register([b.attn.c_proj for b in model.transformer.h], [])
+    _, ablated_induction, ablated_accuracy = circuit(model, vocab, config["n_layer"], items)
+    for h in handles:
+        h.remove()
+    check(ablated_induction[1:].max() < 0.3 and ablated_accuracy < 0.3,
+          f"previous-token heads {heads} ablated: the induction score falls to {ablated_induction[1:].max():.3f}, "
+          f"the repeated accuracy to {ablated_accuracy:.3f} (both < 0.3)")
 
 
 def from_scratch(binary, tmp):

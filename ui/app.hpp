@@ -299,6 +299,7 @@ class App {
   void show_trained_model(Tab tab);
   void save_trained_model();
   void draw_ablated_accuracy();
+  std::string ablated_text(const Training::AblatedAccuracy& r) const;
   // The Generate tab (ui/app_generate.cpp).
   const LoadedModel* generation_model() const;  // the loaded model when it generates (GPT-2, a decoder)
   void step_generation();
@@ -427,7 +428,7 @@ class App {
   // A language model's evaluations on repeated segments (the induction tasks).
   std::vector<ImVec2> repeated_loss_points_, induction_points_, previous_token_points_, no_points_;
   std::vector<std::string> train_samples_;  // per replay snapshot: "step N: prompt → sample"
-  std::vector<std::string> train_layer_labels_, train_head_labels_;
+  std::vector<std::string> train_layer_labels_, train_head_labels_, train_pair_labels_;  // "L0", "H0", "L0H0"
   std::string train_sizes_text_;
   std::vector<char> train_text_ = std::vector<char>(1 << 16, '\0');  // the text task's text
   int train_score_kind_ = 0;  // head_score_names' index shown
@@ -444,6 +445,7 @@ class App {
   struct AblatedAccuracyShown {  // the last "accuracy with this head ablated", for the run it was asked of
     uint64_t run = 0;
     int layer = 0, head = 0;
+    size_t evaluations = 0;  // the run's when measured: measured again at each new one (live)
     Training::AblatedAccuracy result;
     std::string text;
   };

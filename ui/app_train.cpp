@@ -271,6 +271,9 @@ void App::refresh_train_controls() {
   train_head_labels_.clear();
   for (size_t l = 0; l < training_.num_layers(); ++l) train_layer_labels_.push_back("L" + std::to_string(l));
   for (size_t h = 0; h < training_.num_heads(); ++h) train_head_labels_.push_back("H" + std::to_string(h));
+  train_pair_labels_.clear();
+  for (const std::string& l : train_layer_labels_)
+    for (const std::string& h : train_head_labels_) train_pair_labels_.push_back(l + h);
   const Json& e = training_.effective_settings();
   train_sizes_text_ = training_.language_model()
                           ? format(Str::language_model_sizes, size_setting(e, "n_embd"), size_setting(e, "n_head"),
@@ -577,7 +580,8 @@ void App::draw_train_samples(size_t shown) {
 // Every head's detector score at the snapshot shown, [layers, heads], on the fixed range [0, 1].
 void App::draw_head_scores(const Snapshot& snap, float w) {
   static const Str titles[head_score_kinds] = {Str::score_previous_token, Str::score_duplicate_token, Str::score_induction,
-                                               Str::score_prefix_matching};
+                                               Str::score_prefix_matching, Str::score_q_composition,
+                                               Str::score_k_composition, Str::score_v_composition};
   if (snap.head_scores[size_t(train_score_kind_)].size() == 0) train_score_kind_ = 0;
   ImGui::SetNextItemWidth(w);
   if (ImGui::BeginCombo("##score kind", tr(titles[train_score_kind_]))) {
@@ -588,25 +592,34 @@ void App::draw_head_scores(const Snapshot& snap, float w) {
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(Str::head_scores_tip));
   const Tensor& scores = snap.head_scores[size_t(train_score_kind_)];
   refresh(train_scores_, {snap.id, &scores, 0, 0}, scores, ColorMap::sequential, true);
-  draw_heatmap(train_scores_, &train_layer_labels_, &train_head_labels_, w, ImGui::GetContentRegionAvail().y, "train scores");
+  const bool pairs = size_t(train_score_kind_) >= first_composition_kind;  // writer rows, reader columns
+  draw_heatmap(train_scores_, pairs ? &train_pair_labels_ : &train_layer_labels_, pairs ? &train_pair_labels_ : &train_head_labels_,
+               w, ImGui::GetContentRegionAvail().y, "train scores");
 }
 
-// What the head shown does for the task: the validation accuracy with it zero-ablated, on request.
+// What the head shown does for the task: the validation accuracy with it zero-ablated (and on repeated
+// segments, their accuracy and the induction score), on request, then again at each evaluation (live).
 void App::draw_ablated_accuracy() {
   char label[96];
   std::snprintf(label, sizeof label,
                 tr(training_.language_model() ? Str::head_ablated_next_token : Str::ablated_accuracy), train_layer_,
                 train_head_);
-  if (train_button("ablated_accuracy", label)) {
-    if (const auto r = training_.ablated_accuracy({{size_t(train_layer_), size_t(train_head_)}}))
-      ablated_accuracy_ = {train_view_.run, train_layer_, train_head_, *r,
-                           format(Str::ablated_accuracy_result, 100 * r->ablated, 100 * r->accuracy, r->step)};
-  }
+  auto& shown = ablated_accuracy_;
+  const bool asked = train_button("ablated_accuracy", label);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(Str::ablated_accuracy_tip));
-  const auto& shown = ablated_accuracy_;
+  const bool same = shown && shown->run == train_view_.run && shown->layer == train_layer_ && shown->head == train_head_;
+  if (asked || (same && shown->evaluations != train_view_.evals.size()))
+    if (const auto r = training_.ablated_accuracy({{size_t(train_layer_), size_t(train_head_)}}))
+      shown = {train_view_.run, train_layer_, train_head_, train_view_.evals.size(), *r, ablated_text(*r)};
   if (!shown || shown->run != train_view_.run || shown->layer != train_layer_ || shown->head != train_head_) return;
   ImGui::SameLine();
   ImGui::TextUnformatted(shown->text.c_str());
+}
+
+std::string App::ablated_text(const Training::AblatedAccuracy& r) const {
+  if (!r.repeated) return format(Str::ablated_accuracy_result, 100 * r.ablated, 100 * r.accuracy, r.step);
+  return format(Str::ablated_circuit_result, 100 * r.ablated, 100 * r.accuracy, 100 * *r.repeated_ablated, 100 * *r.repeated,
+                *r.induction_ablated, *r.induction, r.step);
 }
 
 // The trained model as a model from files, on the replay items, in the Stage tab (or Generate, with

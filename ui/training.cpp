@@ -9,6 +9,7 @@
 #include "core/base/error.hpp"
 #include "core/base/threads.hpp"
 #include "core/io/safetensors.hpp"
+#include "core/model/circuits.hpp"
 #include "core/model/generate.hpp"
 #include "core/model/head_detectors.hpp"
 #include "core/text/tokenizer_bpe.hpp"
@@ -361,13 +362,19 @@ void language_model_snapshot(const PretrainedModel& model, const std::vector<tra
   }
   const auto scores = detect_heads(model_stages(model.config), trace, in.ids, in.lengths,
                                    {HeadKind::previous_token, HeadKind::duplicate_token, HeadKind::induction}, {});
-  const auto as_tensor = [&](const std::vector<double>& v) {
-    Tensor t = Tensor::from_shape({L, H});
+  const auto as_tensor = [](const std::vector<double>& v, const Shape& shape) {
+    Tensor t = Tensor::from_shape(shape);
     std::transform(v.begin(), v.end(), t.begin(), [](double x) { return float(x); });
     return t;
   };
-  for (size_t k = 0; k < scores.size(); ++k) s.head_scores[k] = as_tensor(scores[k].scores);
-  if (train::has_repeats(replay)) s.head_scores[3] = as_tensor(train::prefix_matching_scores(model, trace, in, replay));
+  for (size_t k = 0; k < scores.size(); ++k) s.head_scores[k] = as_tensor(scores[k].scores, {L, H});
+  if (train::has_repeats(replay))
+    s.head_scores[3] = as_tensor(train::prefix_matching_scores(model, trace, in, replay), {L, H});
+  if (L < 2) return;
+  const CompositionKind kinds[] = {CompositionKind::q, CompositionKind::k, CompositionKind::v};
+  for (size_t k = 0; k < 3; ++k)
+    s.head_scores[first_composition_kind + k] =
+        as_tensor(composition_scores(model.layers, H, true, kinds[k]).scores, {L * H, L * H});
 }
 
 }  // namespace
@@ -624,7 +631,9 @@ std::optional<Training::AblatedAccuracy> Training::ablated_accuracy(const std::v
                                                 : model_stages(run_->r.trainer->model().config);
   check_ablation(ablation, stages);
   const Hooks hooks = ablation_hooks(stages, ablation, nullptr, {});
-  return AblatedAccuracy{trainer.steps_done(), trainer.evaluate(items).accuracy, trainer.evaluate(items, &hooks).accuracy};
+  const train::EvalRecord plain = trainer.evaluate(items), ablated = trainer.evaluate(items, &hooks);
+  return AblatedAccuracy{trainer.steps_done(), plain.accuracy,         ablated.accuracy,       plain.repeated_accuracy,
+                         ablated.repeated_accuracy, plain.induction_score, ablated.induction_score};
 }
 
 std::optional<Vocab> Training::vocab() const {

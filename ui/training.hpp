@@ -49,10 +49,12 @@ inline constexpr size_t default_evaluations = 40;
 
 // The head detectors a language model's snapshots score every head with: TransformerLens's three
 // (core/model/head_detectors.hpp) on the replay items, and the prefix-matching score the log's
-// induction_score is the best of (core/train/train_lm.hpp; only on items that are a half repeated).
-inline constexpr size_t head_score_kinds = 4;
-inline constexpr const char* head_score_names[head_score_kinds] = {"previous_token", "duplicate_token", "induction",
-                                                                   "prefix_matching"};
+// induction_score is the best of (core/train/train_lm.hpp; only on items with a repeated segment), each
+// [layers, heads]; then how every pair of heads composes (core/model/circuits.hpp: Q, K, V), each
+// [layers·heads, layers·heads], the earlier head (the writer) a row, the later (the reader) a column.
+inline constexpr size_t head_score_kinds = 7, first_composition_kind = 4;
+inline constexpr const char* head_score_names[head_score_kinds] = {
+    "previous_token", "duplicate_token", "induction", "prefix_matching", "q_composition", "k_composition", "v_composition"};
 
 struct Snapshot {
   uint64_t id = 0;  // unique in the process: a texture's cache key
@@ -60,8 +62,8 @@ struct Snapshot {
   std::vector<Tensor> weights;      // per replay item: [layers, heads, S, S]
   std::vector<int64_t> predicted;   // the classifier's, per replay item
   std::vector<float> probability;   // of the predicted class
-  // A language model's: per head_score_names, [layers, heads] scores (empty: not measured); and, in the
-  // replay's snapshots, the greedy continuation of sample_prompt().
+  // A language model's: per head_score_names, its scores (empty: not measured; composition needs two
+  // layers); and, in the replay's snapshots, the greedy continuation of sample_prompt().
   Tensor head_scores[head_score_kinds];
   std::string sample;
 };
@@ -146,6 +148,9 @@ class Training {
   struct AblatedAccuracy {
     size_t step = 0;
     double accuracy = 0, ablated = 0;
+    // On repeated segments (the induction tasks): the segments' accuracy and the best induction score, as
+    // they are and ablated (ablating the previous-token head breaks the induction head's pattern).
+    std::optional<double> repeated, repeated_ablated, induction, induction_ablated;
   };
   std::optional<AblatedAccuracy> ablated_accuracy(const std::vector<HeadIndex>& heads) const;
   std::optional<Vocab> vocab() const;

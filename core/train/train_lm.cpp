@@ -365,12 +365,12 @@ std::vector<double> prefix_matching_scores(const PretrainedModel& model, const T
   return scores;
 }
 
-CircuitScores circuit_scores(const PretrainedModel& model, const std::vector<LabelledItem>& items) {
+CircuitScores circuit_scores(const PretrainedModel& model, const std::vector<LabelledItem>& items, const Hooks* hooks) {
   const std::vector<LabelledItem> first(items.begin(), items.begin() + std::ptrdiff_t(std::min<size_t>(items.size(), 32)));
   std::vector<size_t> all(first.size());
   std::iota(all.begin(), all.end(), size_t(0));
   const PretrainedInput in = lm_batch(first, all);
-  const Trace trace = gpt2_forward(model, in);
+  const Trace trace = gpt2_forward(model, in, hooks);
   const std::vector<double> induction = prefix_matching_scores(model, trace, in, first);
   const std::vector<double> previous =
       detect_heads(model_stages(model.config), trace, in.ids, in.lengths, {HeadKind::previous_token}, {})[0].scores;
@@ -434,12 +434,12 @@ StepRecord LmTrainer::step() {
 namespace {
 
 // The mean loss over every predicted position of the items, and the share predicted right; with repeated
-// segments and no hooks, their fit too, and a last part: the circuit's scores.
+// segments, their fit too, and a last part: the circuit's scores (all with the hooks, when given).
 class LmEvaluation : public Evaluation {
  public:
   LmEvaluation(const PretrainedModel& model, const TrainSettings& s, ThreadPool* pool,
                const std::vector<LabelledItem>& items, const Hooks* hooks)
-      : model_(model), s_(s), pool_(pool), items_(items), hooks_(hooks), repeated_(!hooks && has_repeats(items)),
+      : model_(model), s_(s), pool_(pool), items_(items), hooks_(hooks), repeated_(has_repeats(items)),
         batches_((items.size() + s.batch_size - 1) / s.batch_size) {}
   bool done() const override { return part_ == batches_ + (repeated_ ? 1 : 0); }
   void next() override {
@@ -447,7 +447,7 @@ class LmEvaluation : public Evaluation {
     if (part_ < batches_)
       l_.add_batch(model_, items_, batch_indices(items_.size(), s_.batch_size, part_), hooks_, repeated_);
     else
-      circuit_ = circuit_scores(model_, items_);
+      circuit_ = circuit_scores(model_, items_, hooks_);
     ++part_;
   }
   EvalRecord result() const override {

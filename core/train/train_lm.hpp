@@ -101,11 +101,13 @@ std::optional<RepeatedFit> repeated_fit(const PretrainedModel& model, const std:
 std::vector<double> prefix_matching_scores(const PretrainedModel& model, const Trace& trace, const PretrainedInput& in,
                                            const std::vector<LabelledItem>& items);
 // On the first 32 items: the best prefix-matching score of the model's heads, and the best previous-token
-// score (TransformerLens's detector) of its first layer's heads: the two heads of the induction circuit.
+// score (TransformerLens's detector) of its first layer's heads: the two heads of the induction circuit;
+// with `hooks` (an ablation), those of the model so changed.
 struct CircuitScores {
   double induction = 0, previous_token = 0;
 };
-CircuitScores circuit_scores(const PretrainedModel& model, const std::vector<LabelledItem>& items);
+CircuitScores circuit_scores(const PretrainedModel& model, const std::vector<LabelledItem>& items,
+                             const Hooks* hooks = nullptr);
 
 class LmTrainer : public Training {
  public:
@@ -116,7 +118,8 @@ class LmTrainer : public Training {
   // accuracy: the share of predicted positions whose most likely next token is the right one.
   StepRecord step() override;
   void begin_step() override;  // the forward pass and the loss
-  // With repeated segments (the induction tasks), also their fit and the circuit's scores.
+  // With repeated segments (the induction tasks), also their fit and the circuit's scores (with `hooks`,
+  // of the model they change: an ablated head's part in the circuit).
   EvalRecord evaluate(const std::vector<LabelledItem>& items, const Hooks* hooks = nullptr) const override;
   std::unique_ptr<Evaluation> begin_evaluation(const std::vector<LabelledItem>& items) const override;
   const PretrainedModel& model() const { return model_; }

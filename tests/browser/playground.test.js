@@ -197,8 +197,11 @@ async function checkTraining(page) {
   await frames(page, 3);
   const lmView = await page.evaluate(() => attnlab.state().view.train);
   check(lmView.language_model && lmView.samples.length >= 2 && lmView.samples.every((x) => x.sample.length === lmView.sample_expected.length) &&
-        JSON.stringify(Object.keys(lmView.head_scores).sort()) === '["duplicate_token","induction","prefix_matching","previous_token"]',
-        `the language model's replay: ${lmView.samples.length} samples continuing "${lmView.sample_prompt}", four head scores`);
+        JSON.stringify(Object.keys(lmView.head_scores).sort()) ===
+          '["duplicate_token","induction","k_composition","prefix_matching","previous_token","q_composition","v_composition"]' &&
+        lmView.head_scores.k_composition.length === 4 && lmView.head_scores.k_composition[0].length === 4,
+        `the language model's replay: ${lmView.samples.length} samples continuing "${lmView.sample_prompt}", four head scores ` +
+        'and three compositions of every pair of heads');
   // Played on the single-threaded page, a frame runs one part of a step of the induction model: its
   // forward pass, or its backward pass and update, or one batch of its evaluation, or its snapshot (the
   // threaded page trains in a worker). The times are printed; the check is that frames keep coming, none
