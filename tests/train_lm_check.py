@@ -96,12 +96,7 @@ def induction(binary, tmp, learns):
     check(True, "the saved folder loads into GPT2LMHeadModel (strict)")
     if learns:
         learned(model, config, folder, log)
-    ours = IC.attn_json(binary, ["--model-dir", str(folder), "--sentence", "abcdefabcdef"])
-    stages = {s["name"]: s for s in ours["stages"]}
-    ids = torch.tensor(stages["input_ids"]["data"]).reshape(stages["input_ids"]["shape"])
-    with torch.no_grad():
-        logits = model(ids)
-    diff = (torch.tensor(stages["logits"]["data"]).reshape(logits.shape) - logits).abs().max().item()
+    diff, _ = logits_difference(binary, folder, model, "abcdefabcdef")
     check(diff <= 1e-5, f"attn encode --model-dir on the trained folder: logits within {diff:.2e} of PyTorch's")
     names = set(IC.read_safetensors(grads))
     expected = {k for k, _ in model.named_parameters()}
@@ -169,18 +164,23 @@ def from_scratch(binary, tmp):
     check(abs(ours - loss) <= 1e-5 * abs(loss), f"from scratch: the first loss {ours:.6f} is PyTorch's {loss:.6f}")
 
 
-def attention_only(binary, tmp):
-    """--attention-only: GPT-2 with n_inner 0, whose MLP adds its c_proj.bias alone."""
-    folder = tmp / "attention_only"
-    attn(binary, "train", "--task", "induction", "--attention-only", "--steps", 5, "--save-model-dir", folder, "--quiet")
-    config, model = IC.pretrained_model(folder)
-    check(config["n_inner"] == 0, "--attention-only writes n_inner 0, and the folder loads into GPT2LMHeadModel (strict)")
-    ours = IC.attn_json(binary, ["--model-dir", str(folder), "--sentence", "abcXYZabcXYZ"])
+def logits_difference(binary, folder, model, sentence):
+    """The largest |difference| of `attn encode --model-dir folder`'s logits from PyTorch's, and attn's stages."""
+    ours = IC.attn_json(binary, ["--model-dir", str(folder), "--sentence", sentence])
     stages = {s["name"]: s for s in ours["stages"]}
     ids = torch.tensor(stages["input_ids"]["data"]).reshape(stages["input_ids"]["shape"])
     with torch.no_grad():
         logits = model(ids)
-    diff = (torch.tensor(stages["logits"]["data"]).reshape(logits.shape) - logits).abs().max().item()
+    return (torch.tensor(stages["logits"]["data"]).reshape(logits.shape) - logits).abs().max().item(), stages
+
+
+def attention_only(binary, tmp):
+    """--attention-only on a task whose model has MLPs: GPT-2 with n_inner 0, whose MLP adds its c_proj.bias alone."""
+    folder = tmp / "attention_only"
+    attn(binary, "train", "--task", "halves", "--attention-only", "--steps", 5, "--save-model-dir", folder, "--quiet")
+    config, model = IC.pretrained_model(folder)
+    check(config["n_inner"] == 0, "--attention-only writes n_inner 0, and the folder loads into GPT2LMHeadModel (strict)")
+    diff, stages = logits_difference(binary, folder, model, "abcDEFabcDEF")
     check(diff <= 1e-5 and "h.0.mlp.c_fc" not in stages,
           f"attention-only: logits within {diff:.2e} of PyTorch's, no MLP stage of width 0 recorded")
 
