@@ -428,7 +428,7 @@ class App {
   // A language model's evaluations on repeated segments (the induction tasks).
   std::vector<ImVec2> repeated_loss_points_, induction_points_, previous_token_points_, no_points_;
   std::vector<std::string> train_samples_;  // per replay snapshot: "step N: prompt → sample"
-  std::vector<std::string> train_layer_labels_, train_head_labels_, train_pair_labels_;  // "L0", "H0", "L0H0"
+  std::vector<std::string> train_layer_labels_, train_head_labels_, train_pair_labels_;  // "L0", "H0", "0.0"
   std::string train_sizes_text_;
   std::vector<char> train_text_ = std::vector<char>(1 << 16, '\0');  // the text task's text
   int train_score_kind_ = 0;  // head_score_names' index shown

@@ -271,9 +271,9 @@ void App::refresh_train_controls() {
   train_head_labels_.clear();
   for (size_t l = 0; l < training_.num_layers(); ++l) train_layer_labels_.push_back("L" + std::to_string(l));
   for (size_t h = 0; h < training_.num_heads(); ++h) train_head_labels_.push_back("H" + std::to_string(h));
-  train_pair_labels_.clear();
-  for (const std::string& l : train_layer_labels_)
-    for (const std::string& h : train_head_labels_) train_pair_labels_.push_back(l + h);
+  train_pair_labels_.clear();  // "layer.head", as the ablation button names a head
+  for (size_t l = 0; l < training_.num_layers(); ++l)
+    for (size_t h = 0; h < training_.num_heads(); ++h) train_pair_labels_.push_back(std::to_string(l) + "." + std::to_string(h));
   const Json& e = training_.effective_settings();
   train_sizes_text_ = training_.language_model()
                           ? format(Str::language_model_sizes, size_setting(e, "n_embd"), size_setting(e, "n_head"),
