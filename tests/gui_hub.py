@@ -31,7 +31,10 @@ def check(condition, what, detail=""):
 
 
 def gui(args, env, out):
-    command = ["xvfb-run", "-a", "-s", "-screen 0 1280x800x24", GUI, *args, "--screenshot", f"{out}/gui.png",
+    # The X authority file in `out`: xvfb-run's own temporary folder, removed as an early exit (a refused
+    # model) ends, sometimes fails to go and turns the exit status into 5.
+    command = ["xvfb-run", "-a", "-f", f"{out}/xauthority", "-s", "-screen 0 1280x800x24", GUI, *args,
+               "--screenshot", f"{out}/gui.png",
                "--frames", "4", "--check-idle", "--trace", f"{out}/trace.json"]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
 
@@ -69,7 +72,8 @@ def main():
 
             for name, words in [("attnlab-test/no-such-model", "was not found"), ("attnlab-test/gated-gpt2", "gated or private")]:
                 r = gui(["--model", name], env, tmp)
-                check(r.returncode == 2 and words in r.stderr, f"attn-gui --model {name} exits 2: {r.stderr.strip()[:160]}")
+                check(r.returncode == 2 and words in r.stderr,
+                      f"attn-gui --model {name} exits 2 (got {r.returncode}): {r.stderr.strip()[-300:]}")
     finally:
         server.stop()
     print(f"{len(failures)} check(s) failed" if failures else "all gui.hub checks passed")
