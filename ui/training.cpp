@@ -147,7 +147,10 @@ train::TrainOptions training_options(const Json& settings) {
   if (!settings.is_object()) throw InputError("training settings must be a JSON object");
   train::TrainOptions o;
   o.model.mask = "";  // the task's mask, else padding (as attn train)
-  if (threads_available) o.threads = "auto";  // every core: the bytes are the same on any number
+  // Every core but the one the page or window draws on (the bytes are the same on any number): with all
+  // of them, on 2 cores, the induction task trained 10 times slower in Chromium, its two training
+  // threads waiting on each other while the page drew.
+  if (threads_available) o.threads = std::to_string(std::max<size_t>(1, hardware_threads() - 1));
   for (const auto& [key, value] : settings.items()) {
     bool known = key == "text";
     if (known) {

@@ -445,10 +445,12 @@ async function checkThreaded(browser, errors) {
     const cli = cliTrainingLog(['--task', 'places', '--steps', '40', '--eval-every', '10']);
     check(cli !== null && JSON.stringify(played) === JSON.stringify(cli),
           `Play on the Web Worker gives attn train --log's records bit for bit (${played.length} records)`);
-    // Products big enough to be split over the pool's Web Workers, stepped from the page's own thread; the
-    // CLI runs on one thread.
+    // Products big enough to be split over the pool's Web Workers, stepped from the page's own thread, on
+    // every core (by default one is left to the page); the CLI runs on one thread.
+    const left = await page.evaluate(() => ({ threads: attnlab.state().training.threads, cores: navigator.hardwareConcurrency }));
+    check(left.threads === Math.max(1, left.cores - 1), `by default training leaves the page a core (${JSON.stringify(left)})`);
     const wide = await page.evaluate(async () => {
-      attnlab.train({ task: 'duplicate', d_model: 64, batch_size: 64, steps: 6, eval_every: 3 });
+      attnlab.train({ task: 'duplicate', d_model: 64, batch_size: 64, steps: 6, eval_every: 3, threads: 'auto' });
       const records = await attnlab.trainSteps(6);
       return { records, threads: attnlab.state().training.threads, cores: navigator.hardwareConcurrency };
     });
