@@ -3,7 +3,8 @@
 // the cross-origin isolated page (the threaded build training on a Web Worker over the machine's cores),
 // its defaults played from a link (#train.task=induction) as a learner would. Prints, at each evaluation,
 // the seconds since Play, the repeated segment's accuracy and the two heads' scores, then when the
-// circuit formed (repeated accuracy >= 0.8 and induction score >= 0.6) and the whole run's time.
+// circuit formed (issue #53's bar: repeated accuracy >= 0.8, the induction and layer 0's previous-token
+// scores >= 0.6) and the whole run's time.
 //   node tests/browser/induction_time.js [SITE_DIR [THREADED_SITE_DIR]]
 // (default build-web/web/site and build-web-mt/web/site; docs/training-lm.md quotes its output).
 'use strict';
@@ -45,7 +46,8 @@ async function main() {
       for (const e of s.evals.slice(seen)) {
         console.log(`${seconds.toFixed(1)} s  step ${e.step}: repeated accuracy ${e.val_repeated_accuracy.toFixed(3)}, ` +
                     `induction ${e.induction_score.toFixed(3)}, layer 0 previous-token ${e.previous_token_score.toFixed(3)}`);
-        if (formed === null && e.val_repeated_accuracy >= 0.8 && e.induction_score >= 0.6) formed = { seconds, step: e.step };
+        if (formed === null && e.val_repeated_accuracy >= 0.8 && e.induction_score >= 0.6 && e.previous_token_score >= 0.6)
+          formed = { seconds, step: e.step };
       }
       seen = s.evals.length;
       if (s.step >= s.steps) {
