@@ -605,13 +605,15 @@ void App::draw_ablated_accuracy() {
                 tr(training_.language_model() ? Str::head_ablated_next_token : Str::ablated_accuracy), train_layer_,
                 train_head_);
   auto& shown = ablated_accuracy_;
+  const auto of_this_head = [&] {
+    return shown && shown->run == train_view_.run && shown->layer == train_layer_ && shown->head == train_head_;
+  };
   const bool asked = train_button("ablated_accuracy", label);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(Str::ablated_accuracy_tip));
-  const bool same = shown && shown->run == train_view_.run && shown->layer == train_layer_ && shown->head == train_head_;
-  if (asked || (same && shown->evaluations != train_view_.evals.size()))
+  if (asked || (of_this_head() && shown->evaluations != train_view_.evals.size()))
     if (const auto r = training_.ablated_accuracy({{size_t(train_layer_), size_t(train_head_)}}))
       shown = {train_view_.run, train_layer_, train_head_, train_view_.evals.size(), *r, ablated_text(*r)};
-  if (!shown || shown->run != train_view_.run || shown->layer != train_layer_ || shown->head != train_head_) return;
+  if (!of_this_head()) return;
   ImGui::SameLine();
   ImGui::TextUnformatted(shown->text.c_str());
 }

@@ -127,7 +127,7 @@ Json effective_json(const train::TrainOptions& o, const train::TrainRun& r) {
 // "|" (copy, reverse), else after a quarter of the item (at least one token).
 size_t sample_prompt_length(const train::LabelledItem& item, const PretrainedTokenizer& tokenizer) {
   const std::vector<int64_t>& ids = item.ids;
-  if (train::has_repeats({item})) return item.repeat.second + 1;
+  if (train::has_repeat(item)) return item.repeat.second + 1;
   for (size_t i = 0; i + 1 < ids.size(); ++i)
     if (tokenizer_token(tokenizer, ids[i]) == "|") return i + 1;
   return std::max<size_t>(1, ids.size() / 4);

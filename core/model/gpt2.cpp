@@ -277,8 +277,7 @@ std::vector<int64_t> next_token_labels(const PretrainedInput& in) {
 }
 
 Tensor gpt2_backward(const PretrainedModel& m, const Gpt2Saved& s, const Tensor& grad_logits, PretrainedModel& g) {
-  Tensor& grad_unembedding = m.lm_head.dimension() ? g.lm_head : g.word_embeddings;
-  Tensor grad = linear_backward(s.final, m.unembedding(), grad_logits, grad_unembedding, nullptr);
+  Tensor grad = linear_backward(s.final, m.unembedding(), grad_logits, g.unembedding(), nullptr);
   grad = layer_norm_backward(s.final_input, m.final_norm, grad, g.final_norm, float(m.config.layer_norm_eps));
   for (size_t i = m.layers.size(); i-- > 0;) grad = block_backward(m, i, s.blocks[i], std::move(grad), g.layers[i]);
   dropout_backward(grad, s.embeddings_noise);

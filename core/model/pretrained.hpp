@@ -55,6 +55,7 @@ struct PretrainedModel {
   bool has_pooler() const { return pooler.weight.size() > 0 && pooler.weight.dimension() == 2; }
   // GPT-2's unembedding [V, H]: lm_head, or wte when tied.
   const Tensor& unembedding() const { return lm_head.dimension() ? lm_head : word_embeddings; }
+  Tensor& unembedding() { return lm_head.dimension() ? lm_head : word_embeddings; }  // (a gradient's: zeros_like)
 };
 
 // The base model from a checkpoint's tensors: a "bert." / "transformer." prefix is dropped, the old

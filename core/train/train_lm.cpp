@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 
 #include "core/base/error.hpp"
 #include "core/base/json.hpp"
@@ -331,11 +330,13 @@ struct LmLosses {
 
 }  // namespace
 
+bool has_repeat(const LabelledItem& item) {
+  const RepeatedSegment& r = item.repeat;
+  return r.length >= 2 && r.first + r.length <= r.second && r.second + r.length <= item.ids.size();
+}
+
 bool has_repeats(const std::vector<LabelledItem>& items) {
-  return !items.empty() && std::all_of(items.begin(), items.end(), [](const LabelledItem& item) {
-    const RepeatedSegment& r = item.repeat;
-    return r.length >= 2 && r.first + r.length <= r.second && r.second + r.length <= item.ids.size();
-  });
+  return !items.empty() && std::all_of(items.begin(), items.end(), has_repeat);
 }
 
 std::optional<RepeatedFit> repeated_fit(const PretrainedModel& model, const std::vector<LabelledItem>& items) {
@@ -366,12 +367,9 @@ std::vector<double> prefix_matching_scores(const PretrainedModel& model, const T
 }
 
 CircuitScores circuit_scores(const PretrainedModel& model, const std::vector<LabelledItem>& items, const Hooks* hooks) {
-  const std::vector<LabelledItem> first(items.begin(), items.begin() + std::ptrdiff_t(std::min<size_t>(items.size(), 32)));
-  std::vector<size_t> all(first.size());
-  std::iota(all.begin(), all.end(), size_t(0));
-  const PretrainedInput in = lm_batch(first, all);
+  const PretrainedInput in = lm_batch(items, batch_indices(items.size(), 32, 0));  // items 0 … 31: row b is items[b]
   const Trace trace = gpt2_forward(model, in, hooks);
-  const std::vector<double> induction = prefix_matching_scores(model, trace, in, first);
+  const std::vector<double> induction = prefix_matching_scores(model, trace, in, items);
   const std::vector<double> previous =
       detect_heads(model_stages(model.config), trace, in.ids, in.lengths, {HeadKind::previous_token}, {})[0].scores;
   const auto first_layer = previous.begin() + std::ptrdiff_t(model.config.num_heads);

@@ -83,7 +83,9 @@ Datasets lm_task_data(const LmTaskSpec& task, const BytePairTokenizer& tokenizer
 
 // --- training ---
 
-// Whether every item carries a repeated segment (the induction and halves tasks').
+// Whether the item carries a repeated segment that fits it (the induction and halves tasks'), and whether
+// every one of `items` (at least one) does.
+bool has_repeat(const LabelledItem& item);
 bool has_repeats(const std::vector<LabelledItem>& items);
 // The loss and the share of right next-token predictions on the repeated segments' predictable tokens
 // (from each segment's second token on: only there can the earlier copy tell the next token), in
