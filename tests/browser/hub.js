@@ -110,7 +110,8 @@ async function checkHub(browser, url, errors, t) {
     const cancelMessage = await cancelled;
     const afterCancel = await page.evaluate(() => attnlab.state());
     t.check(/download cancelled/.test(cancelMessage) && afterCancel.loaded_hub === bert && afterCancel.error === '',
-            `Cancel stops a download, the model shown before stays: ${cancelMessage}`);
+            `Cancel stops a download, the model shown before stays: ${cancelMessage} (loaded ${afterCancel.loaded_hub}, ` +
+            `error "${afterCancel.error}")`);
     await hub.reset();
 
     const refusals = [
