@@ -170,7 +170,8 @@ def kill_and_resume(attn, tmp, fmt="jsonl"):
     src = tmp / "big.txt"
     if not src.exists():
         # Fewer under the sanitizers (several times slower), still enough to be killed mid-run.
-        count = int(os.environ.get("ATTN_BATCH_CHECK_SENTENCES", "6000"))
+        # 30,000 take about 2 s natively on a 2-core machine (6,000 once did; they now end in 0.4 s).
+        count = int(os.environ.get("ATTN_BATCH_CHECK_SENTENCES", "30000"))
         src.write_text("\n".join(sentences(count, 3)) + "\n", encoding="utf-8")
     base = [str(src), "--vocab", str(tmp / "vocab.json"), "--d-model", "64", "--num-heads", "4", "--num-layers", "3",
             "--max-len", "40", "--threads", "2", "--format", fmt]
@@ -185,7 +186,7 @@ def kill_and_resume(attn, tmp, fmt="jsonl"):
     deadline = time.time() + 120
     while not progress.exists() and proc.poll() is None and time.time() < deadline:
         time.sleep(0.02)
-    time.sleep(0.3)  # past the checkpoint: the .part files hold more than the progress file counts
+    time.sleep(0.1)  # past the checkpoint: the .part files hold more than the progress file counts
     killed = proc.poll() is None
     if killed:
         os.kill(proc.pid, signal.SIGKILL)
