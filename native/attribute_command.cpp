@@ -5,6 +5,8 @@
 #include <cstdio>
 
 #include "core/base/error.hpp"
+#include "core/base/threads.hpp"
+#include "core/kernels/kernels.hpp"
 #include "core/model/attribution.hpp"
 #include "core/text/utf8.hpp"
 #include "core/torch/torch_print.hpp"
@@ -62,36 +64,6 @@ std::string report(const LoadedModel& m, const ModelInput& in, const Attribution
   return out;
 }
 
-Json document(const LoadedModel& m, const ModelInput& in, const Attribution& a) {
-  Json doc{{"model", m.description()},
-           {"method", attribution_method_name(a.method)},
-           {"ids", in.ids},
-           {"tokens", in.tokens[0]},
-           {"target", nullptr}};
-  if (a.target.id >= 0) {
-    doc["target"] = {{"id", a.target.id}, {"label", a.target.label}, {"logit", a.target.logit}};
-    if (m.pretrained) doc["target"]["position"] = a.target.position;
-  }
-  if (a.method == AttributionMethod::logit_attribution) {
-    doc["components"] = a.components;
-    doc["contributions"] = a.contributions;
-    return doc;
-  }
-  doc["scores"] = a.scores;
-  if (!a.outputs.empty()) doc["outputs"] = a.outputs;
-  if (!a.rollout.empty()) {
-    Json rows = Json::array();
-    for (size_t i = 0; i < in.seq; ++i)
-      rows.push_back(std::vector<double>(a.rollout.begin() + long(i * in.seq), a.rollout.begin() + long((i + 1) * in.seq)));
-    doc["rollout"] = rows;
-  }
-  if (a.method == AttributionMethod::integrated_gradients)
-    doc["integrated_gradients"] = {{"steps", a.steps}, {"method", "gausslegendre"}, {"baseline", "zero token embeddings"},
-                                   {"input_value", a.input_value}, {"baseline_value", a.baseline_value},
-                                   {"delta", a.delta}};
-  return doc;
-}
-
 void run(const AttributeOptions& o) {
   if (o.model.train) throw InputError("attn attribute runs the model in evaluation mode: drop --train");
   if (o.sentence.empty() == o.ids.empty()) throw InputError("give one of --sentence TEXT and --ids \"N N ...\"");
@@ -102,8 +74,10 @@ void run(const AttributeOptions& o) {
   const std::vector<std::string> sentences = o.sentence.empty() ? std::vector<std::string>{} : std::vector{o.sentence};
   const LoadedModel m = load_model(o.model, sentences);
   const ModelInput in = o.sentence.empty() ? m.from_ids({parse_id_list(o.ids, 1)}) : m.tokenize(sentences);
+  ThreadPool pool(parse_threads(o.threads));
+  const ProductMode products(Rounding::exact, &pool);
   const Attribution a = attribute(m, in, options);
-  print(o.json ? document(m, in, a).dump() + "\n" : report(m, in, a));
+  print(o.json ? attribution_json(m, in, a).dump() + "\n" : report(m, in, a));
 }
 
 }  // namespace
@@ -121,6 +95,8 @@ void add_attribute_command(CLI::App& app, AttributeOptions& o) {
   cmd->add_option("--target-id", o.target_id,
                   "GPT-2: the next token whose logit is attributed; a classifier: the class (default: the top one)");
   cmd->add_option("--steps", o.steps, "integrated gradients' Gauss-Legendre steps")->capture_default_str();
+  cmd->add_option("--threads", o.threads, "threads the products run on, or auto: every core (the scores' bits do "
+                                          "not depend on it)")->capture_default_str();
   cmd->add_flag("--json", o.json, "print the attribution as one JSON document");
   add_download_quiet_flag(*cmd, o.quiet);
   cmd->callback([&o] {

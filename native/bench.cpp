@@ -24,6 +24,7 @@
 #include "core/io/safetensors.hpp"
 #include "core/batch/batch.hpp"
 #include "core/train/train.hpp"
+#include "core/model/attribution.hpp"
 #include "core/model/generate.hpp"
 #include "core/train/train_lm.hpp"
 #include "core/model/patching.hpp"
@@ -445,10 +446,40 @@ void bench_generate(Context& c) {
            t, flops, {{"tokens_per_s", double(z.new_tokens) / median(t.seconds)}, {"ids_fnv1a64", ids.hex()}});
 }
 
+// attn attribute's integrated gradients (50 Gauss–Legendre steps, the top next token) on a
+// GPT-2-small-shaped model of random weights and 32 tokens: F and ∂F/∂x on 52 rows (the steps, the input
+// and the baseline), forward and backward. PyTorch's peer batches the 50 steps as Captum does, its
+// weights frozen and only the target's logit computed (its best; Captum on the stock model also runs the
+// whole LM head).
+void bench_attribute(Context& c) {
+  struct Size {
+    size_t layers, heads, d, vocab, seq, steps;
+  };
+  const Size z = c.options.quick ? Size{2, 4, 64, 1000, 8, 8} : Size{12, 12, 768, 50257, 32, 50};
+  LoadedModel m;
+  m.pretrained = std::make_shared<const Pretrained>(
+      Pretrained{random_gpt2(z.layers, z.heads, z.d, z.vocab, 1024), BytePairTokenizer({}, {})});
+  std::mt19937 draw(3);
+  std::vector<int64_t> ids(z.seq);
+  for (int64_t& id : ids) id = int64_t(draw() % z.vocab);
+  const ProductMode products(Rounding::exact, &c.pool);  // attn attribute's, on --threads
+  Attribution a;
+  const auto run = [&] { a = attribute(m, m.from_ids({ids}), {AttributionMethod::integrated_gradients, {}, z.steps}); };
+  const Timing t = c.options.quick ? measure(run, c.budget) : measure_once(run);
+  // Forward and the input's backward: about twice the forward's products.
+  const double d = double(z.d), S = double(z.seq), rows = double(z.steps + 2) * S;
+  const double flops = 2 * double(z.layers) * (rows * 24 * d * d + 4 * rows * S * d);
+  batch::Fnv1a scores;
+  scores.update(a.scores.data(), a.scores.size() * sizeof(double));
+  c.report("attribute", {{"layers", z.layers}, {"heads", z.heads}, {"d_model", z.d}, {"vocab", z.vocab}, {"seq", z.seq},
+                         {"steps", z.steps}},
+           t, flops, {{"delta", a.delta}, {"scores_fnv1a64", scores.hex()}});
+}
+
 const std::vector<std::pair<std::string, void (*)(Context&)>> all_cases = {
     {"tutorial", bench_tutorial}, {"sdpa", bench_sdpa},   {"mha", bench_mha},    {"encoder", bench_encoder},
     {"gemm", bench_gemm},         {"train", bench_train}, {"patch", bench_patch},  {"train-lm", bench_train_lm},
-    {"generate", bench_generate}};
+    {"generate", bench_generate}, {"attribute", bench_attribute}};
 
 // ---------------------------------------------------------------------------------------------
 // PyTorch side by side
@@ -530,7 +561,7 @@ std::string format_row(const Json& r) {
 }  // namespace
 
 void add_bench_options(CLI::App& cmd, BenchOptions& o) {
-  cmd.add_option("cases", o.cases, "tutorial, sdpa, mha, encoder, gemm, train, patch, train-lm, generate (default: all)");
+  cmd.add_option("cases", o.cases, "tutorial, sdpa, mha, encoder, gemm, train, patch, train-lm, generate, attribute (default: all)");
   cmd.add_option("--threads", o.threads, "threads (default: the number of cores)");
   cmd.add_option("--isa", o.isa, "force the kernels' instruction set: avx512, avx2, sse4.2");
   cmd.add_option("--backend", o.backend, "compute backend of the sdpa, mha and encoder cases (cpu, gl, cuda, auto)");
@@ -552,7 +583,8 @@ void add_bench_command(CLI::App& app, BenchOptions& o) {
 void run_bench(const BenchOptions& o) {
   for (const std::string& name : o.cases)
     if (std::none_of(all_cases.begin(), all_cases.end(), [&](const auto& c) { return c.first == name; }))
-      throw InputError("unknown benchmark case '" + name + "' (expected tutorial, sdpa, mha, encoder, gemm, train or patch)");
+      throw InputError("unknown benchmark case '" + name +
+                       "' (expected tutorial, sdpa, mha, encoder, gemm, train, patch, train-lm, generate or attribute)");
   if (!o.isa.empty()) set_kernel_isa(o.isa);
   const size_t threads = o.threads.empty() ? hardware_threads() : parse_size("--threads", o.threads, 1);
   ThreadPool pool(threads);

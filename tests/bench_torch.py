@@ -7,8 +7,9 @@ unless OpenBLAS falls back to its generic Prescott kernel on a CPU it does not r
 machine's), when this script restarts itself with the kernel of the instruction set the CPU has
 (SkylakeX for AVX-512, Haswell for AVX2); OMP_WAIT_POLICY=PASSIVE for
 2 threads (else OpenMP workers spin against OpenBLAS's), and here torch.set_num_threads(N) plus
-OpenBLAS's own pool limited to N through threadpoolctl. Every case but train runs under torch.no_grad()
-in eval mode (train times a whole step: forward, backward, AdamW); the encoder reports the faster of the tutorial's modules and nn.TransformerEncoder (its fast path).
+OpenBLAS's own pool limited to N through threadpoolctl. Every case but train and attribute runs under
+torch.no_grad() in eval mode (train times a whole step: forward, backward, AdamW; attribute the input's
+gradients, the weights frozen); the encoder reports the faster of the tutorial's modules and nn.TransformerEncoder (its fast path).
 Usage: bench_torch.py --threads N [--quick] [case ...]
 """
 import argparse
@@ -73,6 +74,14 @@ def measure(fn, budget, inner=1):
             fn()
         samples.append((time.perf_counter() - t0) / inner)
     return samples, max(0.0, status_bytes("VmHWM:") - before)
+
+
+def measure_once(fn):
+    """One call, timed, for cases of many seconds (as attn's measure_once)."""
+    reset_peak_memory()
+    before, t0 = status_bytes("VmRSS:"), time.perf_counter()
+    fn()
+    return [time.perf_counter() - t0], max(0.0, status_bytes("VmHWM:") - before)
 
 
 def result(case, params, samples, extra, flops, **more):
@@ -299,10 +308,7 @@ def bench_patch(args):
     if args.quick:
         samples, extra = measure(sweep, args.budget)
     else:
-        reset_peak_memory()
-        before, t0 = status_bytes("VmRSS:"), time.perf_counter()
-        sweep()
-        samples, extra = [time.perf_counter() - t0], max(0.0, status_bytes("VmHWM:") - before)
+        samples, extra = measure_once(sweep)
     runs = layers * heads
     flops = seq * (runs * layers * (24 * d * d + 4 * seq * d) + runs * 2 * d * vocab)
     params = {"layers": layers, "heads": heads, "d_model": d, "vocab": vocab, "seq": seq, "sweep": "heads"}
@@ -359,9 +365,44 @@ def bench_generate(args):
     return [result("generate", params, samples, extra, flops, tokens_per_s=new / statistics.median(samples))]
 
 
+def bench_attribute(args):
+    """attn attribute's integrated gradients as Captum computes them at its best: the 50 Gauss-Legendre
+    steps as one batch (internal_batch_size = n_steps) through a forward hook on the token embedding,
+    autograd's input gradients alone (the weights frozen), the target's logit alone (ln_f's last row
+    times its unembedding row, not the whole LM head), then F(input) and F(baseline) for the delta; the
+    target is the top next token of a first forward. GPT-2-small-shaped random weights, 32 tokens."""
+    P, R = torchgen("pretrained"), torchgen("attribution")
+    layers, heads, d, vocab, seq, steps = (2, 4, 64, 1000, 8, 8) if args.quick else (12, 12, 768, 50257, 32, 50)
+    config = dict(P.GPT2_CONFIG, n_embd=d, n_head=heads, n_layer=layers, n_positions=1024, vocab_size=vocab)
+    model = P.GPT2LMHeadModel(config).eval().requires_grad_(False)
+    for name, p in model.named_parameters():
+        if ".ln_" not in name and "ln_f" not in name:
+            p.normal_(0.0, 0.02)
+    ids = torch.randint(0, vocab, (1, seq))
+    tr = model.transformer
+
+    def run():
+        target = int(model(ids)[0, -1].argmax())
+        unembed = model.unembedding()[target]
+
+        def forward(embeds):
+            hook = tr.wte.register_forward_hook(lambda m, a, out: embeds)
+            try:
+                return tr(ids.expand(embeds.shape[0], -1))[:, -1] @ unembed
+            finally:
+                hook.remove()
+        with torch.enable_grad():
+            return R.integrated_gradients(forward, tr.wte(ids), steps)
+    samples, extra = measure(run, args.budget) if args.quick else measure_once(run)
+    rows = (steps + 2) * seq
+    flops = 2 * layers * (rows * 24 * d * d + 4.0 * rows * seq * d)
+    params = {"layers": layers, "heads": heads, "d_model": d, "vocab": vocab, "seq": seq, "steps": steps}
+    return [result("attribute", params, samples, extra, flops)]
+
+
 CASES = {"tutorial": bench_tutorial, "sdpa": bench_sdpa, "mha": bench_mha, "encoder": bench_encoder,
          "gemm": bench_gemm, "train": bench_train, "patch": bench_patch, "train-lm": bench_train_lm,
-         "generate": bench_generate}
+         "generate": bench_generate, "attribute": bench_attribute}
 
 
 def blas_description():

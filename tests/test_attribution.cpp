@@ -8,6 +8,7 @@
 
 #include "core/base/error.hpp"
 #include "core/model/attribution.hpp"
+#include "core/model/gpt2.hpp"
 #include "tests/fixtures.hpp"
 
 using namespace attn;
@@ -69,6 +70,47 @@ TEST_CASE("integrated gradients is complete, logit attribution adds up to the lo
   const Attribution rollout = attribute(gpt2, in, o);
   CHECK(sum(rollout.scores) == Approx(1.0).margin(1e-9));  // each row of the product is a distribution
   CHECK(rollout.scores.size() == in.seq);
+}
+
+TEST_CASE("flow for every output: each row a distribution over the inputs it can reach", "[attribution]") {
+  const LoadedModel gpt2 = checkpoint("gpt2_tiny");
+  const ModelInput in = gpt2.tokenize({"the cat sat on"});
+  AttributionOptions o;
+  o.method = AttributionMethod::flow;
+  const Attribution last = attribute(gpt2, in, o);
+  o.every_output = true;
+  const Attribution every = attribute(gpt2, in, o);
+  const size_t S = in.seq;
+  REQUIRE(every.shares.size() == S * S);
+  CHECK(every.scores == last.scores);  // the scores still follow the last position alone
+  for (size_t i = 0; i < S; ++i) {
+    const std::vector<double> row(every.shares.begin() + long(i * S), every.shares.begin() + long((i + 1) * S));
+    CHECK(sum(row) == Approx(1.0).margin(1e-12));
+    for (size_t j = i + 1; j < S; ++j) CHECK(row[j] == 0.0);  // causal: no path from a later input
+    if (i + 1 == S) CHECK(row == last.scores);
+  }
+}
+
+TEST_CASE("the input's gradient alone: frozen weights and the last position's logits change no bit", "[attribution]") {
+  const LoadedModel m = checkpoint("gpt2_tiny");
+  const PretrainedModel& model = m.pretrained->model;
+  const ModelInput in = m.tokenize({"the cat sat on the mat"});
+  const size_t S = in.seq, V = model.config.vocab_size;
+  const PretrainedInput input{in.ids, {}, in.lengths, 1, S};
+  Gpt2Saved full_saved, last_saved;
+  const Tensor full = gpt2_train_forward(model, input, nullptr, full_saved);
+  const Tensor last = gpt2_train_forward(model, input, nullptr, last_saved, nullptr, true);
+  REQUIRE(last.shape() == Shape{1, 1, V});
+  for (size_t v = 0; v < V; ++v) CHECK(last(0, 0, v) == full(0, S - 1, v));
+  Tensor grad_full = Tensor::from_shape(full.shape()), grad_last = Tensor::from_shape(last.shape());
+  grad_full.fill(0.0f), grad_last.fill(0.0f);
+  grad_full(0, S - 1, 7) = 1.0f, grad_last(0, 0, 7) = 1.0f;
+  PretrainedModel zeros = zeros_like(model), frozen = frozen_like(model);
+  const Tensor with_weights = gpt2_backward(model, full_saved, grad_full, zeros);
+  const Tensor alone = gpt2_backward(model, last_saved, grad_last, frozen);
+  CHECK(alone == with_weights);
+  CHECK(frozen.layers[0].query.weight.dimension() == 0);  // left alone
+  CHECK(zeros.layers[0].query.weight(0, 0) != 0.0f);      // (the weights' gradients were summed there)
 }
 
 TEST_CASE("what a model cannot give is an error that says why", "[attribution]") {

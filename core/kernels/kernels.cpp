@@ -8,6 +8,7 @@
 #include <vector>
 #include <xsimd/xsimd.hpp>
 
+#include "core/base/threads.hpp"
 #include "core/kernels/fast_kernels.hpp"
 #include "core/torch/torch_math.hpp"
 
@@ -189,6 +190,12 @@ ProductMode::~ProductMode() {
   product_pool = previous_pool_;
 }
 
+void parallel_pieces(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn) {
+  const size_t pieces = (n + grain - 1) / grain;
+  if (pieces <= 1 || !product_pool || product_pool->size() == 1) return fn(0, n);
+  product_pool->parallel_for(pieces, [&](size_t i) { fn(i * grain, std::min(n, (i + 1) * grain)); });
+}
+
 void matmul(const float* a, const float* b, float* c, size_t m, size_t k, size_t n) {
   product(a, false, b, false, c, m, k, n);
 }
@@ -236,17 +243,19 @@ batch gelu_new_tanh(batch v) {
 // Through a buffer of one vector: the tail then sees the same arithmetic, and the copies cost little
 // beside the tanh.
 void gelu_new(float* x, float* tanh, size_t n) {
-  for (size_t i = 0; i < n; i += lanes) {
-    const size_t m = std::min(lanes, n - i);
-    alignas(64) float v[lanes] = {}, t[lanes];
-    std::copy_n(x + i, m, v);
-    const batch in = batch::load_aligned(v), th = gelu_new_tanh(in);
-    (batch(0.5f) * in * (batch(1.0f) + th)).store_aligned(v);
-    std::copy_n(v, m, x + i);
-    if (!tanh) continue;
-    th.store_aligned(t);
-    std::copy_n(t, m, tanh + i);
-  }
+  parallel_pieces(n, 1 << 14, [&](size_t begin, size_t end) {  // whole vectors: the grain is a multiple of lanes
+    for (size_t i = begin; i < end; i += lanes) {
+      const size_t m = std::min(lanes, end - i);
+      alignas(64) float v[lanes] = {}, t[lanes];
+      std::copy_n(x + i, m, v);
+      const batch in = batch::load_aligned(v), th = gelu_new_tanh(in);
+      (batch(0.5f) * in * (batch(1.0f) + th)).store_aligned(v);
+      std::copy_n(v, m, x + i);
+      if (!tanh) continue;
+      th.store_aligned(t);
+      std::copy_n(t, m, tanh + i);
+    }
+  });
 }
 
 // exp runs over the whole block at once: it is elementwise, so how rows share vectors changes no bit,

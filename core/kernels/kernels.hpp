@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "core/kernels/fast_kernels.hpp"
 
@@ -35,6 +36,10 @@ class ProductMode {
   Rounding previous_rounding_;
   ThreadPool* previous_pool_;
 };
+// fn(begin, end) over [0, n) in pieces of `grain` (the last shorter), spread over the pool of the
+// ProductMode in scope (on this thread without one): for element- and row-wise steps, whose bits do not
+// depend on how the items are split.
+void parallel_pieces(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn);
 void multiply_scalar(float* x, size_t n, float s);  // x ⊗ s, as tensor * python float
 void divide_scalar(float* x, size_t n, float s);    // x ⊘ s (a true division, as PyTorch's div)
 void add(const float* a, const float* b, float* c, size_t n);

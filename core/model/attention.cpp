@@ -85,6 +85,7 @@ Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& grad
   const size_t out_features = weight.shape(0), in_features = weight.shape(1), rows = x.size() / in_features;
   Tensor grad_x = Tensor::from_shape(x.shape());
   matmul(grad_y.data(), weight.data(), grad_x.data(), rows, out_features, in_features);
+  if (frozen(grad_weight)) return grad_x;
   Tensor grad_w = Tensor::from_shape({out_features, in_features});
   matmul_tn(grad_y.data(), x.data(), grad_w.data(), out_features, rows, in_features);
   add_to(grad_weight, grad_w);

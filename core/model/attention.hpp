@@ -15,10 +15,15 @@ Tensor embed(const Tensor& weight, const std::vector<int64_t>& ids, size_t batch
 Tensor positional_encoding_table(size_t max_len, size_t d_model);
 // x + pe[:S] for x [B, S, d].
 Tensor add_positional_encoding(const Tensor& x, const Tensor& table);
+// A parameter's gradient holding no dimensions is frozen: a backward pass leaves it alone and skips its
+// sum, as autograd skips a tensor without requires_grad (attribution's input gradients need no weight
+// gradients; they would cost as much as the input's).
+inline bool frozen(const Tensor& grad) { return grad.dimension() == 0; }
 // nn.Linear: x[..., in] · weightᵀ (+ bias); weight [out, in]; bias null for bias=False; then ReLU when relu.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor* bias = nullptr, bool relu = false);
 // Its backward (addmm's): returns grad_x = grad_y · weight; adds grad_yᵀ · x to grad_weight [out, in] and
 // grad_y summed over rows to grad_bias [out] (when non-null), so a parameter used twice accumulates.
+// A frozen grad_weight (below) skips both sums: the layer's parameters are frozen together.
 Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& grad_y, Tensor& grad_weight,
                        Tensor* grad_bias);
 

@@ -92,18 +92,17 @@ Tensor batch_gradients(const LoadedModel& m, const ModelInput& in, const Attribu
   };
   if (m.pretrained) {
     const PretrainedModel& model = m.pretrained->model;
-    Gpt2Saved saved;
+    Gpt2Saved saved;  // the target is the last position's (t.position = S − 1): its logits alone
     const Tensor logits =
-        gpt2_train_forward(model, {ids, {}, std::vector<size_t>(B, S), B, S}, nullptr, saved, &scaled);
-    const size_t V = logits.shape(2);
-    PretrainedModel unused = zeros_like(model);  // the backward also sums the weights' gradients
-    return gpt2_backward(model, saved, select(logits, S * V, t.position * V), unused);
+        gpt2_train_forward(model, {ids, {}, std::vector<size_t>(B, S), B, S}, nullptr, saved, &scaled, true);
+    PretrainedModel frozen = frozen_like(model);
+    return gpt2_backward(model, saved, select(logits, logits.shape(2), 0), frozen);
   }
   const TransformerModel& model = *m.classifier;
   ClassifierSaved saved;
   const Tensor logits = classifier_forward(model, ids, B, S, m.mask, nullptr, saved, &scaled);
-  TransformerModel unused = zeros_like(model);
-  return classifier_backward(model, saved, select(logits, logits.shape(1), 0), unused);
+  TransformerModel frozen = frozen_like(model);
+  return classifier_backward(model, saved, select(logits, logits.shape(1), 0), frozen);
 }
 
 WeightedGradient weighted_gradient(const LoadedModel& m, const ModelInput& in, const AttributionTarget& t,
@@ -113,8 +112,11 @@ WeightedGradient weighted_gradient(const LoadedModel& m, const ModelInput& in, c
                           : embed(m.classifier->embedding, in.ids, 1, in.seq);
   const size_t SH = g.inputs.size();
   g.gradient.assign(SH, 0.0);
-  for (size_t first = 0; first < alphas.size(); first += gradient_chunk) {
-    const size_t B = std::min(gradient_chunk, alphas.size() - first);
+  // Batches of equal size (52 rows: 4 of 13, not 3 of 16 and one of 4, which would run narrow products).
+  const size_t batches = (alphas.size() + gradient_chunk - 1) / gradient_chunk;
+  const size_t rows = (alphas.size() + batches - 1) / batches;
+  for (size_t first = 0; first < alphas.size(); first += rows) {
+    const size_t B = std::min(rows, alphas.size() - first);
     const Tensor grads = batch_gradients(m, in, t, g.inputs, alphas.data() + first, B, g.values);
     for (size_t b = 0; b < B; ++b)
       for (size_t i = 0; i < SH; ++i) g.gradient[i] += weights[first + b] * double(grads.data()[b * SH + i]);
@@ -200,25 +202,27 @@ void rollout(const std::vector<Matrix>& layers, size_t S, Attribution& a) {
     r = std::move(next);
   }
   a.scores = mean_rows(r, a.outputs);
-  for (const auto& row : r) a.rollout.insert(a.rollout.end(), row.begin(), row.end());
+  for (const auto& row : r) a.shares.insert(a.shares.end(), row.begin(), row.end());
 }
 
 // Attention flow: the layer graph's nodes are (layer l ∈ 0…L, position i), an edge from (l, j) to (l + 1, i)
 // holding A'_l[i][j]; each output's maximum flows from the input tokens, normalised to sum to 1 (as
 // Abnar & Zuidema's compute_flows normalises them).
-void flow(const std::vector<Matrix>& layers, size_t S, Attribution& a) {
+void flow(const std::vector<Matrix>& layers, size_t S, bool every_output, Attribution& a) {
   const size_t L = layers.size(), n = (L + 1) * S;
   Matrix capacity(n, std::vector<double>(n, 0.0));
   for (size_t l = 0; l < L; ++l)
     for (size_t i = 0; i < S; ++i)
       for (size_t j = 0; j < S; ++j) capacity[l * S + j][(l + 1) * S + i] = layers[l][i][j];
   Matrix shares(S, std::vector<double>(S, 0.0));
-  for (size_t o : a.outputs) {
+  for (size_t o = 0; o < S; ++o) {
+    if (!every_output && std::find(a.outputs.begin(), a.outputs.end(), o) == a.outputs.end()) continue;
     for (size_t j = 0; j < S; ++j) shares[o][j] = max_flow(capacity, j, L * S + o);
     const double total = std::accumulate(shares[o].begin(), shares[o].end(), 0.0);
     for (double& v : shares[o]) v /= total;
   }
   a.scores = mean_rows(shares, a.outputs);
+  for (const auto& row : shares) a.shares.insert(a.shares.end(), row.begin(), row.end());
 }
 
 // --- logit attribution (TransformerLens's apply_ln_to_stack with the cached final scale) ---
@@ -308,11 +312,41 @@ Attribution attribute(const LoadedModel& m, const ModelInput& in, const Attribut
       break;
     case AttributionMethod::flow:
       a.outputs = output_positions(m, S);
-      flow(residual_attention(m, run, S), S, a);
+      flow(residual_attention(m, run, S), S, o.every_output, a);
       break;
     case AttributionMethod::logit_attribution: logit_attribution(m, run, a); break;
   }
   return a;
+}
+
+Json attribution_json(const LoadedModel& m, const ModelInput& in, const Attribution& a) {
+  Json doc{{"model", m.description()},
+           {"method", attribution_method_name(a.method)},
+           {"ids", in.ids},
+           {"tokens", in.tokens[0]},
+           {"target", nullptr}};
+  if (a.target.id >= 0) {
+    doc["target"] = {{"id", a.target.id}, {"label", a.target.label}, {"logit", a.target.logit}};
+    if (m.pretrained) doc["target"]["position"] = a.target.position;
+  }
+  if (a.method == AttributionMethod::logit_attribution) {
+    doc["components"] = a.components;
+    doc["contributions"] = a.contributions;
+    return doc;
+  }
+  doc["scores"] = a.scores;
+  if (!a.outputs.empty()) doc["outputs"] = a.outputs;
+  if (a.method == AttributionMethod::rollout) {
+    Json rows = Json::array();
+    for (size_t i = 0; i < in.seq; ++i)
+      rows.push_back(std::vector<double>(a.shares.begin() + long(i * in.seq), a.shares.begin() + long((i + 1) * in.seq)));
+    doc["rollout"] = rows;
+  }
+  if (a.method == AttributionMethod::integrated_gradients)
+    doc["integrated_gradients"] = {{"steps", a.steps}, {"method", "gausslegendre"}, {"baseline", "zero token embeddings"},
+                                   {"input_value", a.input_value}, {"baseline_value", a.baseline_value},
+                                   {"delta", a.delta}};
+  return doc;
 }
 
 void gauss_legendre(size_t n, std::vector<double>& alphas, std::vector<double>& weights) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/base/json.hpp"
 #include "core/model/loaded_model.hpp"
 
 namespace attn {
@@ -25,6 +26,7 @@ struct AttributionOptions {
   AttributionMethod method = AttributionMethod::integrated_gradients;
   std::optional<int64_t> target;  // GPT-2: a token id; the classifier: a class. Default: the top one
   size_t steps = 50;              // integrated gradients' Gauss–Legendre nodes (Captum's n_steps)
+  bool every_output = false;      // flow: the shares of every output position, not only those followed
 };
 
 // What is attributed: GPT-2's next-token logit at the last position, or the classifier's class logit
@@ -43,10 +45,11 @@ struct Attribution {
   // Integrated gradients: F(input), F(baseline) and the convergence delta Σ scores − (F(input) − F(baseline)).
   size_t steps = 0;
   double input_value = 0, baseline_value = 0, delta = 0;
-  // Rollout and flow: the output positions followed (scores are their mean) and, for rollout, the
-  // whole product [S, S] (row i: how much output position i draws from each input position).
+  // Rollout and flow: the output positions followed (scores are their mean) and the shares [S, S] (row
+  // i: how much output position i draws from each input position): rollout's whole product, flow's
+  // rows of the outputs followed (every row with every_output; the others 0).
   std::vector<size_t> outputs;
-  std::vector<double> rollout;
+  std::vector<double> shares;
   // Logit attribution: embed, pos_embed, then per layer LlHh for each head, Ll.attn_bias and Ll.mlp_out,
   // then ln_f.bias; they add up to the target's logit.
   std::vector<std::string> components;
@@ -57,6 +60,10 @@ struct Attribution {
 // head; logit attribution needs GPT-2's pre-norm stream), steps outside 1 to 10000, a target outside
 // the vocabulary or the classes.
 Attribution attribute(const LoadedModel& model, const ModelInput& input, const AttributionOptions& options);
+
+// attn attribute --json's document (docs/attribution.md): model, method, ids, tokens, target, then the
+// method's fields (scores, outputs, rollout, integrated_gradients; or components and contributions).
+Json attribution_json(const LoadedModel& model, const ModelInput& input, const Attribution& attribution);
 
 // numpy.polynomial.legendre.leggauss(n) mapped onto [0, 1] as Captum's "gausslegendre" does:
 // alphas 0.5 (x + 1), weights 0.5 w, ascending.

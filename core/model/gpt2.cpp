@@ -20,6 +20,7 @@ struct Pass {
   TorchGenerator* dropout = nullptr;   // training mode
   Gpt2Saved* saved = nullptr;
   const Tensor* token_embeddings = nullptr;  // [B, S, H] in place of wte[ids] (attribution's scaled inputs)
+  bool last_logits = false;                  // the LM head on each row's last position alone
   void stage(const std::string& name, Tensor& t) const {
     if (trace) trace->stage(name, t);
   }
@@ -173,8 +174,8 @@ Tensor last_position(const Tensor& x) {
 }
 
 // The blocks from `first` on, ln_f and the LM head (wte, or its own when untied): the logits [B, S, V], or with a cache
-// (generation: rows of one length) [B, 1, V], the last position's alone, as nanoGPT's sampling computes
-// them; the LM head is a third of GPT-2 small's weights.
+// (generation: rows of one length) or `last_logits` [B, 1, V], the last position's alone, as nanoGPT's
+// sampling computes them; the LM head is a third of GPT-2 small's weights.
 Tensor run(const PretrainedModel& m, Tensor x, size_t first, const Pass& pass) {
   if (pass.saved) pass.saved->blocks.resize(m.layers.size());
   for (size_t i = first; i < m.layers.size(); ++i) {
@@ -184,7 +185,7 @@ Tensor run(const PretrainedModel& m, Tensor x, size_t first, const Pass& pass) {
   }
   Tensor final = layer_norm(x, m.final_norm, float(m.config.layer_norm_eps));
   pass.stage("ln_f", final);
-  Tensor logits = linear(pass.cache ? last_position(final) : final, m.unembedding());
+  Tensor logits = linear(pass.cache || pass.last_logits ? last_position(final) : final, m.unembedding());
   if (pass.saved) pass.saved->final_input = std::move(x), pass.saved->final = std::move(final);
   return logits;
 }
@@ -201,9 +202,11 @@ Tensor block_backward(const PretrainedModel& m, size_t index, const Gpt2BlockSav
   Tensor branch = grad;
   dropout_backward(branch, s.mlp_noise);
   if (c.intermediate_size == 0) {  // c_proj's bias alone: its gradient is the rows' sum, as linear_backward's
-    Tensor sums = Tensor::from_shape({c.hidden_size});
-    column_sums(branch.data(), branch.size() / c.hidden_size, c.hidden_size, sums.data());
-    add_to(g.linear2.bias, sums);
+    if (!frozen(g.linear2.bias)) {
+      Tensor sums = Tensor::from_shape({c.hidden_size});
+      column_sums(branch.data(), branch.size() / c.hidden_size, c.hidden_size, sums.data());
+      add_to(g.linear2.bias, sums);
+    }
   } else {
     branch = linear_backward(s.act, l.linear2.weight, branch, g.linear2.weight, &g.linear2.bias);
     activate_backward(branch, s.c_fc, c.activation, s.act_tanh.dimension() ? &s.act_tanh : nullptr);
@@ -258,14 +261,14 @@ Trace gpt2_forward(const PretrainedModel& m, const PretrainedInput& in, const Ho
 }
 
 Tensor gpt2_train_forward(const PretrainedModel& m, const PretrainedInput& in, TorchGenerator* dropout, Gpt2Saved& saved,
-                          const Tensor* token_embeddings) {
+                          const Tensor* token_embeddings, bool last_logits) {
   if (in.batch == 0 || in.seq == 0 || in.ids.size() != in.batch * in.seq || in.seq > m.config.max_positions)
     throw InputError("a training batch must hold 1 to n_positions tokens per row");
   if (token_embeddings && token_embeddings->size() != in.batch * in.seq * m.config.hidden_size)
     throw InputError("the token embeddings must be [batch, seq, n_embd]");
   saved = Gpt2Saved();
-  saved.ids = in.ids, saved.batch = in.batch, saved.seq = in.seq;
-  const Pass pass{nullptr, nullptr, 0, dropout, &saved, token_embeddings};
+  saved.ids = in.ids, saved.batch = in.batch, saved.seq = in.seq, saved.last_logits = last_logits;
+  const Pass pass{nullptr, nullptr, 0, dropout, &saved, token_embeddings, last_logits};
   return run(m, embeddings(m, in, pass), 0, pass);
 }
 
@@ -276,11 +279,23 @@ std::vector<int64_t> next_token_labels(const PretrainedInput& in) {
   return labels;
 }
 
+// The LM head's backward: the gradient of ln_f's output [B, S, H], zero where no logit was computed.
+Tensor head_backward(const PretrainedModel& m, const Gpt2Saved& s, const Tensor& grad_logits, PretrainedModel& g) {
+  if (!s.last_logits) return linear_backward(s.final, m.unembedding(), grad_logits, g.unembedding(), nullptr);
+  const Tensor last = linear_backward(last_position(s.final), m.unembedding(), grad_logits, g.unembedding(), nullptr);
+  const size_t S = s.seq, H = m.config.hidden_size;
+  Tensor grad = Tensor::from_shape(s.final.shape());
+  grad.fill(0.0f);
+  for (size_t b = 0; b < s.batch; ++b) std::copy_n(last.data() + b * H, H, grad.data() + (b * S + S - 1) * H);
+  return grad;
+}
+
 Tensor gpt2_backward(const PretrainedModel& m, const Gpt2Saved& s, const Tensor& grad_logits, PretrainedModel& g) {
-  Tensor grad = linear_backward(s.final, m.unembedding(), grad_logits, g.unembedding(), nullptr);
+  Tensor grad = head_backward(m, s, grad_logits, g);
   grad = layer_norm_backward(s.final_input, m.final_norm, grad, g.final_norm, float(m.config.layer_norm_eps));
   for (size_t i = m.layers.size(); i-- > 0;) grad = block_backward(m, i, s.blocks[i], std::move(grad), g.layers[i]);
   dropout_backward(grad, s.embeddings_noise);
+  if (frozen(g.word_embeddings)) return grad;
   // embeddings = wte[ids] + wpe[positions]: each row's gradient goes to its token's and its position's row.
   const size_t H = m.config.hidden_size;
   for (size_t b = 0; b < s.batch; ++b)
@@ -297,6 +312,13 @@ Tensor gpt2_backward(const PretrainedModel& m, const Gpt2Saved& s, const Tensor&
 PretrainedModel zeros_like(const PretrainedModel& m) {
   PretrainedModel z = m;
   for_each_tensor(z, [](Tensor& t) { t.fill(0.0f); });
+  return z;
+}
+
+PretrainedModel frozen_like(const PretrainedModel& m) {
+  PretrainedModel z;
+  z.config = m.config;
+  z.layers.resize(m.layers.size());
   return z;
 }
 

@@ -30,6 +30,7 @@ struct Gpt2Saved {
   Tensor embeddings_noise;  // embd_pdrop's
   std::vector<Gpt2BlockSaved> blocks;
   Tensor final_input, final;  // ln_f's input and output (the LM head's input)
+  bool last_logits = false;   // the logits were the last position's alone
 };
 
 // GPT2LMHeadModel.forward in training mode (model.train()) on ids [B, S]: dropout drawn from `dropout`
@@ -37,8 +38,10 @@ struct Gpt2Saved {
 // resid_pdrop after attn.c_proj and after mlp.c_proj); null = evaluation mode. Returns the logits
 // [B, S, V]; `saved` receives what gpt2_backward reads. `token_embeddings` [B, S, H], when given, stand
 // in for wte[ids] (attribution's scaled inputs: inputs_embeds); the positions' wpe is added as ever.
+// `last_logits`: the LM head on each row's last position alone, [B, 1, V] (attribution's target logit;
+// on GPT-2 small the head costs more than a layer per position).
 Tensor gpt2_train_forward(const PretrainedModel& model, const PretrainedInput& input, TorchGenerator* dropout,
-                          Gpt2Saved& saved, const Tensor* token_embeddings = nullptr);
+                          Gpt2Saved& saved, const Tensor* token_embeddings = nullptr, bool last_logits = false);
 // The labels GPT2LMHeadModel(labels=input_ids) predicts, at each position s: the token at s + 1 when
 // that position is a real token (s + 1 < lengths[b]), else −100 (ignored: the last position and padding).
 std::vector<int64_t> next_token_labels(const PretrainedInput& input);
@@ -50,6 +53,9 @@ Tensor gpt2_backward(const PretrainedModel& model, const Gpt2Saved& saved, const
 
 // A model of `model`'s shapes holding zeros (a gradient accumulator).
 PretrainedModel zeros_like(const PretrainedModel& model);
+// A model of `model`'s layers whose every gradient is frozen (core/model/attention.hpp): gpt2_backward
+// then computes the gradient of the embeddings alone.
+PretrainedModel frozen_like(const PretrainedModel& model);
 // The weights GPT2Model(config) holds after torch.manual_seed(seed) (transformers' construction draws,
 // then post_init's _init_weights: wte and wpe, every Conv1D ~ N(0, initializer_range), biases 0,
 // LayerNorms 1 and 0, then each attn.c_proj and mlp.c_proj again ~ N(0, initializer_range / √(2·n_layer))),

@@ -106,10 +106,12 @@ void activate_backward(Tensor& grad, const Tensor& input, HiddenAct activation, 
   if (activation != HiddenAct::gelu_new)
     return activate_backward(grad, input, activation == HiddenAct::gelu ? Activation::gelu : Activation::relu);
   const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
-  for (size_t i = 0; i < grad.size(); ++i) {
-    const double x = input.data()[i], t = tanh ? tanh->data()[i] : gelu_new_tanh(input.data()[i]);
-    grad.data()[i] = float(grad.data()[i] * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * c * x * x)));
-  }
+  parallel_pieces(grad.size(), 1 << 14, [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      const double x = input.data()[i], t = tanh ? tanh->data()[i] : gelu_new_tanh(input.data()[i]);
+      grad.data()[i] = float(grad.data()[i] * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * c * x * x)));
+    }
+  });
 }
 
 Tensor split_heads(const Tensor& x, size_t heads) {
@@ -123,6 +125,8 @@ Tensor split_heads(const Tensor& x, size_t heads) {
 }
 
 namespace {
+
+constexpr size_t layer_norm_rows = 64;  // rows per piece when a LayerNorm spreads over the threads
 
 // A row's mean and 1/√(var + eps), in double: within an ulp of PyTorch's float Welford.
 std::pair<double, double> moments(const float* x, size_t d, float eps) {
@@ -139,43 +143,62 @@ Tensor layer_norm(const Tensor& x, const LayerNorm& norm, float eps) {
   const size_t d = x.shape().back(), rows_count = x.size() / d;
   Tensor out = Tensor::from_shape(x.shape());
   const float *weight = norm.weight.data(), *bias = norm.bias.data();  // raw: the loop then vectorises
-  for (size_t r = 0; r < rows_count; ++r) {
-    const float* in = x.data() + r * d;
-    float* y = out.data() + r * d;
-    const auto [mean, rstd] = moments(in, d, eps);
-    for (size_t i = 0; i < d; ++i) y[i] = float((in[i] - mean) * rstd * double(weight[i]) + double(bias[i]));
-  }
+  parallel_pieces(rows_count, layer_norm_rows, [&](size_t first, size_t last) {
+    for (size_t r = first; r < last; ++r) {
+      const float* in = x.data() + r * d;
+      float* y = out.data() + r * d;
+      const auto [mean, rstd] = moments(in, d, eps);
+      for (size_t i = 0; i < d; ++i) y[i] = float((in[i] - mean) * rstd * double(weight[i]) + double(bias[i]));
+    }
+  });
   return out;
 }
 
+namespace {
+
+// One row of LayerNorm's backward into dx; with `sums`, the row's terms of grad_γ and grad_β added there
+// ([2d]: γ's, then β's). x̂ and g are the caller's scratch rows of d.
+void layer_norm_backward_row(const float* in, const float* dy, const float* weight, size_t d, float eps, float* dx,
+                             double* sums, std::vector<double>& x_hat, std::vector<double>& g) {
+  const auto [mean, rstd] = moments(in, d, eps);
+  double mean_g = 0, mean_g_x_hat = 0;
+  for (size_t i = 0; i < d; ++i) {
+    x_hat[i] = (in[i] - mean) * rstd;
+    g[i] = double(dy[i]) * double(weight[i]);
+    mean_g += g[i];
+    mean_g_x_hat += g[i] * x_hat[i];
+  }
+  if (sums)
+    for (size_t i = 0; i < d; ++i) sums[i] += double(dy[i]) * x_hat[i], sums[d + i] += dy[i];
+  mean_g /= double(d);
+  mean_g_x_hat /= double(d);
+  for (size_t i = 0; i < d; ++i) dx[i] = float(rstd * (g[i] - mean_g - x_hat[i] * mean_g_x_hat));
+}
+
+}  // namespace
+
 // With x̂ = (x − mean)·rstd and g = grad_y·γ: grad_x = rstd·(g − mean(g) − x̂·mean(g·x̂)); grad_γ = Σ grad_y·x̂,
-// grad_β = Σ grad_y over rows. In double, rounded once.
+// grad_β = Σ grad_y over rows. In double, rounded once. Frozen parameters leave the rows independent, so
+// they spread over the threads; the sums keep the rows' order.
 Tensor layer_norm_backward(const Tensor& x, const LayerNorm& norm, const Tensor& grad_y, LayerNorm& grads,
                            float eps) {
   const size_t d = x.shape().back(), rows_count = x.size() / d;
   Tensor grad_x = Tensor::from_shape(x.shape());
-  std::vector<double> grad_weight(d), grad_bias(d), x_hat(d), g(d);
-  const float* weight = norm.weight.data();
-  for (size_t r = 0; r < rows_count; ++r) {
-    const float *in = x.data() + r * d, *dy = grad_y.data() + r * d;
-    const auto [mean, rstd] = moments(in, d, eps);
-    double mean_g = 0, mean_g_x_hat = 0;
-    for (size_t i = 0; i < d; ++i) {
-      x_hat[i] = (in[i] - mean) * rstd;
-      g[i] = double(dy[i]) * double(weight[i]);
-      mean_g += g[i];
-      mean_g_x_hat += g[i] * x_hat[i];
-      grad_weight[i] += double(dy[i]) * x_hat[i];
-      grad_bias[i] += dy[i];
-    }
-    mean_g /= double(d);
-    mean_g_x_hat /= double(d);
-    for (size_t i = 0; i < d; ++i)
-      grad_x.data()[r * d + i] = float(rstd * (g[i] - mean_g - x_hat[i] * mean_g_x_hat));
+  const auto rows = [&](size_t first, size_t last, double* sums) {
+    std::vector<double> x_hat(d), g(d);
+    for (size_t r = first; r < last; ++r)
+      layer_norm_backward_row(x.data() + r * d, grad_y.data() + r * d, norm.weight.data(), d, eps,
+                              grad_x.data() + r * d, sums, x_hat, g);
+  };
+  if (frozen(grads.weight)) {
+    parallel_pieces(rows_count, layer_norm_rows, [&](size_t first, size_t last) { rows(first, last, nullptr); });
+    return grad_x;
   }
+  std::vector<double> sums(2 * d, 0.0);
+  rows(0, rows_count, sums.data());
   for (size_t i = 0; i < d; ++i) {
-    grads.weight(i) += float(grad_weight[i]);
-    grads.bias(i) += float(grad_bias[i]);
+    grads.weight(i) += float(sums[i]);
+    grads.bias(i) += float(sums[d + i]);
   }
   return grad_x;
 }

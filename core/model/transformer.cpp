@@ -500,6 +500,7 @@ Tensor classifier_backward(const TransformerModel& model, const ClassifierSaved&
       for (size_t i = 0; i < d; ++i) grad(b, s, i) = grad_pooled(b, i) / float(S);
   grad = encoder_backward(model, saved.encoder, saved.mask_kind == MaskKind::none ? nullptr : &saved.mask, grad, grads);
   dropout_backward(grad, saved.embedded_noise);
+  if (frozen(grads.embedding)) return grad;
   Tensor rows = grad;
   multiply_scalar(rows.data(), rows.size(), float(std::sqrt(double(d))));
   for (size_t t = 0; t < B * S; ++t)
@@ -516,6 +517,13 @@ TransformerModel zeros_like(const TransformerModel& model) {
       [&](const std::string&, EncoderLayer& l) {
         for (Linear* part : {&l.query, &l.key, &l.value}) zero(part->weight), zero(part->bias);
       });
+  return g;
+}
+
+TransformerModel frozen_like(const TransformerModel& model) {
+  TransformerModel g;
+  g.config = model.config;
+  g.layers.resize(model.layers.size());
   return g;
 }
 

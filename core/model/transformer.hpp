@@ -130,6 +130,8 @@ Tensor mean_pool(const Tensor& x);
 // --- the backward passes, each reading what its forward saved; parameter gradients are added to
 // `grads`, a model of the same shape (zeros_like) ---
 TransformerModel zeros_like(const TransformerModel& model);
+// Every gradient frozen (core/model/attention.hpp): the backward computes the input's gradient alone.
+TransformerModel frozen_like(const TransformerModel& model);
 // The classifier's forward pass on token ids [B, S], keeping in `saved` what classifier_backward reads;
 // returns the logits [B, classes]. `token_embeddings` as classifier_input takes them.
 Tensor classifier_forward(const TransformerModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
