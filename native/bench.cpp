@@ -465,7 +465,7 @@ void bench_attribute(Context& c) {
   const ProductMode products(Rounding::exact, &c.pool);  // attn attribute's, on --threads
   Attribution a;
   const auto run = [&] { a = attribute(m, m.from_ids({ids}), {AttributionMethod::integrated_gradients, {}, z.steps}); };
-  const Timing t = c.options.quick ? measure(run, c.budget) : measure_once(run);
+  const Timing t = measure(run, c.budget);  // the median of 3 (seconds each): one sample swings by 20 % here
   // Forward and the input's backward: about twice the forward's products.
   const double d = double(z.d), S = double(z.seq), rows = double(z.steps + 2) * S;
   const double flops = 2 * double(z.layers) * (rows * 24 * d * d + 4 * rows * S * d);

@@ -174,7 +174,16 @@ def classifier_case(program, tmp, name, model_flags, mask, sentence):
     attention_cases(case, program, flags, stacked_weights(stages, ".attention_weights"), list(range(ids.shape[1])))
 
 
+def threads_case(program):
+    """--threads spreads the work; the document is the same to the last bit."""
+    flags = ["--model-dir", str(IC.PRETRAINED / "gpt2_tiny"), "--sentence", "the cat sat on the mat",
+             "--method", "integrated-gradients"]
+    docs = [attn(program, [*flags, "--threads", str(n)]) for n in (1, 2, 3)]
+    check(docs[0] == docs[1] == docs[2], "integrated gradients: the same document on 1, 2 and 3 threads")
+
+
 def main(program):
+    threads_case(program)
     gpt2_case(program, "the cat sat on the mat")
     gpt2_case(program, "hello world, the cat", target_id=5)
     bert_case(program, "the cat sat on the mat")

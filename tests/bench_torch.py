@@ -393,7 +393,7 @@ def bench_attribute(args):
                 hook.remove()
         with torch.enable_grad():
             return R.integrated_gradients(forward, tr.wte(ids), steps)
-    samples, extra = measure(run, args.budget) if args.quick else measure_once(run)
+    samples, extra = measure(run, args.budget)
     rows = (steps + 2) * seq
     flops = 2 * layers * (rows * 24 * d * d + 4.0 * rows * seq * d)
     params = {"layers": layers, "heads": heads, "d_model": d, "vocab": vocab, "seq": seq, "steps": steps}

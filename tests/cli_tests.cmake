@@ -263,6 +263,7 @@ attn_cli_case(attribute_too_long 2 "the input has [0-9]+ tokens; the model takes
 attn_cli_case(attribute_ids_range 2 "token id 5000 is outside the vocabulary \\(317 ids\\)"
               attribute --model-dir "${pre}/gpt2_tiny" --ids "1 5000" --method flow)
 attn_cli_case(attribute_no_input 2 "give one of --sentence TEXT and --ids" attribute --model-dir "${pre}/gpt2_tiny" --method flow)
+attn_cli_case(attribute_threads_zero 2 "--threads" ${attr} --method flow --threads 0)
 attn_cli_case(attribute_train 2 "attn attribute runs the model in evaluation mode: drop --train" ${attr_cls} --method rollout --train)
 
 # Weights cross between attn and PyTorch in both directions, with the same logits.
@@ -274,6 +275,7 @@ attn_cli_case(bench_quick 0 "\"case\": \"gemm\".*\"fraction_of_peak\"" bench --q
 # The training step beside PyTorch's (tests/bench_torch.py), small sizes.
 attn_cli_case(bench_train_quick 0 "\"case\": \"train\".*\"speedup\"" bench --quick --json --threads 1 --torch train)
 attn_cli_case(bench_train_lm_quick 0 "\"case\": \"train-lm\".*\"speedup\"" bench --quick --json --threads 1 --torch train-lm)
+attn_cli_case(bench_attribute_quick 0 "\"case\": \"attribute\".*\"speedup\"" bench --quick --json --threads 1 --torch attribute)
 attn_cli_case(bench_unknown_case 2 "unknown benchmark case 'flops'" bench flops)
 attn_cli_case(bench_threads_zero 2 "--threads expects an integer >= 1" bench --threads 0 gemm)
 attn_cli_case(bench_isa_unknown 2 "instruction set 'mmx' is not available" bench --isa mmx gemm)

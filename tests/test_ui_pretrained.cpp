@@ -9,8 +9,10 @@
 #include "core/base/error.hpp"
 #include "core/model/decoder.hpp"
 #include "tests/fixtures.hpp"
+#include "ui/attribution.hpp"
 #include "ui/model_files.hpp"
 #include "ui/patching.hpp"
+#include "ui/strings.hpp"
 #include "ui/playground.hpp"
 
 using namespace attn;
@@ -367,4 +369,71 @@ TEST_CASE("ui refuses a decoder's bad tokenizer.json and sentences past its cont
   Playground p(loaded_config(sort_model_files({dir + "llama_tiny"}), {long_sentence}));
   p.update();
   CHECK_THAT(p.error(), Catch::Contains("72 tokens; the model takes at most 64"));
+}
+
+namespace {
+
+// Waits for the run to end (integrated gradients runs on a worker) and takes its result.
+void wait_for(AttributionRun& run) {
+  while (run.running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  run.poll();
+}
+
+}  // namespace
+
+TEST_CASE("ui attributes the item shown as attn attribute does, integrated gradients on a worker", "[ui][attribution]") {
+  const PlaygroundConfig c = loaded_config(sort_model_files({dir + "gpt2_tiny"}), {"the cat sat on the mat", "hello world"});
+  Playground p(c);
+  p.update();
+  const attn::LoadedModel engine = engine_model(c, *p.result());
+  const ModelInput in = engine.tokenize({"hello world"});
+  AttributionRun run;
+  for (const AttributionMethod method : {AttributionMethod::integrated_gradients, AttributionMethod::logit_attribution,
+                                         AttributionMethod::flow}) {
+    AttributionOptions o;
+    o.method = method;
+    o.steps = 20;
+    REQUIRE(run.start(p.config(), *p.result(), 1, o).empty());
+    wait_for(run);
+    REQUIRE(run.has_result());
+    o.every_output = true;
+    const Attribution expected = attribute(engine, in, o);
+    CHECK(run.result().target.id == expected.target.id);
+    CHECK(run.result().scores == expected.scores);
+    CHECK(run.result().contributions == expected.contributions);
+    CHECK(run.result().shares == expected.shares);
+    CHECK(run.tokens() == std::vector<std::string>{"hello", "·w", "o", "r", "ld"});  // as the playground shows them
+    CHECK(run.json()["method"] == attribution_method_name(method));
+  }
+  CHECK(run.result().shares.size() == in.seq * in.seq);  // flow's every output
+  CHECK(run.stages().layers == 2);
+  AttributionOptions o;
+  o.steps = 0;
+  REQUIRE(run.start(p.config(), *p.result(), 0, o).empty());  // the engine's refusal, once run
+  wait_for(run);
+  CHECK_FALSE(run.has_result());
+  CHECK_THAT(run.error(), Catch::Contains("--steps 0 is outside 1 to 10000"));
+  CHECK_THAT(run.start(p.config(), *p.result(), 2, o), Catch::Contains("item 2 does not exist (2 sentences)"));
+}
+
+TEST_CASE("ui says which methods a model cannot give, in the UI's language", "[ui][attribution]") {
+  AttributionRun run;
+  AttributionOptions o;
+  o.method = AttributionMethod::gradient_x_input;
+  o.target = 3;
+  const PlaygroundConfig bert = loaded_config(sort_model_files({dir + "bert_tiny"}), {"the cat sat"});
+  Playground p(bert);
+  p.update();
+  CHECK(run.start(p.config(), *p.result(), 0, o) == tr(Str::attribution_bert));
+  o.method = AttributionMethod::flow;  // the target dropped: BERT has none to name
+  REQUIRE(run.start(p.config(), *p.result(), 0, o).empty());
+  CHECK(run.result().target.id == -1);
+  CHECK(run.result().outputs == std::vector<size_t>{0});
+  Playground tutorial{PlaygroundConfig()};
+  tutorial.update();
+  CHECK(run.start(tutorial.config(), *tutorial.result(), 0, o) == tr(Str::attribution_tutorial));
+  const PlaygroundConfig llama = loaded_config(sort_model_files({dir + "llama_tiny"}), {"hello world"});
+  Playground decoder(llama);
+  decoder.update();
+  CHECK(run.start(decoder.config(), *decoder.result(), 0, o) == tr(Str::attribution_decoder));
 }

@@ -14,6 +14,7 @@
 
 #include <imgui.h>
 
+#include "ui/attribution.hpp"
 #include "ui/hub.hpp"
 #include "ui/layout_check.hpp"
 #include "ui/model_files.hpp"
@@ -85,8 +86,12 @@ struct Heatmap {
   float box[4] = {}, minimap[4] = {};
 };
 
-enum class Tab { stage, masks, positional_encoding, interventions, train, generate, compare, tour };
-// "stage" | "masks" | "positional_encoding" | "interventions" | "train" | "generate" | "compare" | "tour"; parse throws
+// The width of a heatmap's legend as draw_heatmap draws it (heatmaps side by side make room for the widest).
+float legend_width(const Heatmap& h);
+
+enum class Tab { stage, masks, positional_encoding, interventions, attribution, train, generate, compare, tour };
+// "stage" | "masks" | "positional_encoding" | "interventions" | "attribution" | "train" | "generate" | "compare" |
+// "tour"; parse throws
 // InputError for another name.
 const char* tab_name(Tab tab);
 Tab parse_tab(const std::string& name);
@@ -273,6 +278,17 @@ class App {
   void refresh_patching_cache();
   void draw_patching_results(float width);
   Json patching_json() const;
+  // The Attribution tab (ui/app_attribution.cpp): a method on the item shown, its tokens coloured by
+  // their scores, rollout's and flow's shares as a heatmap, logit attribution's layer x head heatmap (a
+  // click opens the head). settings: {method, steps, target} (JS API and tests; defaults 50 and the top one;
+  // InputError when malformed). Returns "" or why it cannot start, also the tab's message.
+  std::string start_attribution(const Json& settings);
+  void draw_attribution_view(float width);
+  void draw_attribution_controls(const Computed& r);
+  void refresh_attribution_cache();
+  void draw_attributed_tokens();
+  void draw_attribution_map(float width);
+  Json attribution_json() const;
   // The Train tab (ui/app_train.cpp).
   void sync_training();
   void draw_train_view(float width);
@@ -395,6 +411,19 @@ class App {
   // and the results as [layers, heads], [layers, positions] and [layers, 2] tensors, rebuilt per patched run.
   bool patching_view_ = false;
   PatchingSweep patching_;
+  // The Attribution tab: its run, the settings shown, and what its last result draws (rebuilt when a
+  // result comes or the language changes): the heatmap's values ([S, S] shares or [layers, heads]
+  // contributions) and labels, the caption lines, the components outside the heads (name, value, …).
+  AttributionRun attribution_;
+  int attribution_method_ = 0, attribution_steps_ = 50, attribution_target_ = -1;
+  std::string attribution_error_;
+  uint64_t attribution_version_ = 0, attribution_cache_version_ = ~uint64_t(0);
+  Lang attribution_cache_lang_ = Lang::en;
+  std::string attribution_caption_, attribution_detail_;
+  std::vector<std::string> attribution_rows_, attribution_cols_, attribution_others_;
+  Tensor attribution_values_;
+  double attribution_largest_ = 0;  // the largest |score|: the tokens' colour scale
+  Heatmap attribution_map_;
   std::string patching_error_;
   char patch_text_[5][256] = {};
   uint64_t patch_text_generation_ = 0;

@@ -7,19 +7,6 @@
 #include "ui/model_files.hpp"
 
 namespace attn::ui {
-namespace {
-
-// The engine's view of the playground's model, sharing it (no copy).
-attn::LoadedModel model_of(const PlaygroundConfig& c, const Computed& r) {
-  if (c.model == ModelKind::loaded && c.loaded && c.loaded->checkpoint()) return c.loaded->engine();
-  attn::LoadedModel m;
-  m.classifier = r.model;
-  m.mask = c.mask;
-  m.vocab = r.vocab;
-  return m;
-}
-
-}  // namespace
 
 PatchingSweep::~PatchingSweep() { stop(); }
 
@@ -38,7 +25,7 @@ std::string PatchingSweep::start(const PlaygroundConfig& c, const Computed& r) {
     if (r.stages.family == StageFamily::tutorial) throw InputError(tr(Str::patching_tutorial));
     if (c.model == ModelKind::loaded && c.loaded && c.loaded->checkpoint() && !c.loaded->causal_lm())
       throw InputError(tr(Str::patching_bert));
-    model_ = model_of(c, r);
+    model_ = engine_model(c, r);
     const PlaygroundConfig::Patching& p = c.patching;
     const auto sentence = [&](const std::string& text, size_t i) {
       return !text.empty() ? text : c.sentences[std::min(i, c.sentences.size() - 1)];

@@ -776,6 +776,15 @@ std::vector<HeadScores> sentence_head_scores(const Computed& r) {
                       {HeadKind::previous_token, HeadKind::duplicate_token, HeadKind::induction}, {});
 }
 
+attn::LoadedModel engine_model(const PlaygroundConfig& c, const Computed& r) {
+  if (c.model == ModelKind::loaded && c.loaded && c.loaded->checkpoint()) return c.loaded->engine();
+  attn::LoadedModel m;
+  m.classifier = r.model;
+  m.mask = c.mask;
+  m.vocab = r.vocab;
+  return m;
+}
+
 std::string weights_stage_name(const Computed& r, size_t layer) {
   if (r.num_layers == 0) return "attention_weights";
   return r.layer_names.prefix + std::to_string(layer) + "." + r.layer_names.weights;

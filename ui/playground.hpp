@@ -16,6 +16,7 @@
 #include "core/model/head_detectors.hpp"
 #include "core/model/hub_cache.hpp"
 #include "core/model/interventions.hpp"
+#include "core/model/loaded_model.hpp"
 #include "core/model/pretrained.hpp"
 #include "core/text/tokenizer.hpp"
 #include "core/model/trace.hpp"
@@ -214,6 +215,10 @@ Tensor layer_mask(const Computed& computed, size_t layer);
 // The attention-weights stage the Masks view compares with: "attention_weights" or
 // "layers.{layer}.self_attn.attention_weights".
 std::string weights_stage_name(const Computed& computed, size_t layer);
+
+// The engine's view of the model that computed `computed` (core/model/loaded_model.hpp), sharing it (no
+// copy): a checkpoint's, or the Transformer's classifier with the configuration's mask.
+attn::LoadedModel engine_model(const PlaygroundConfig& config, const Computed& computed);
 
 // The configuration, its last result or error, recomputed lazily and only after a change.
 class Playground {

@@ -161,6 +161,35 @@ async function clickAt(page, b) {
   await frames(page, 2);
 }
 
+// The Attribution tab on the loaded GPT-2 (folder `dir`): each method's document equals attn attribute
+// --json's on the first sentence (integrated gradients on a worker, polled); a click on a head of logit
+// attribution's layer x head map opens that head in the Stage tab.
+async function checkAttribution(page, dir, sentence) {
+  await page.evaluate(() => attnlab.selectView({ batch: 0 }));
+  for (const method of ['integrated-gradients', 'flow', 'logit-attribution']) {
+    const shown = await page.evaluate(async (m) => {
+      attnlab.selectView({ tab: 'attribution', attribute: { method: m, steps: 20 } });
+      for (let i = 0; i < 600 && attnlab.state().view.attribution.running; i++) await new Promise((r) => requestAnimationFrame(r));
+      await new Promise((r) => requestAnimationFrame(r));
+      return attnlab.state().view.attribution;
+    }, method);
+    const cli = cliJson(['attribute', '--model-dir', dir, '--sentence', sentence, '--method', method, '--steps', '20']);
+    const values = (d) => d.scores || d.contributions || [];
+    const gap = cli ? Math.max(...values(shown).map((v, i) => Math.abs(v - values(cli)[i]))) : 0;
+    check(shown.error === '' && values(shown).length > 0 && (!cli || (shown.target.id === cli.target.id &&
+          values(shown).length === values(cli).length && gap <= 1e-5)),
+          `the Attribution tab's ${method}: ${values(shown).length} values` +
+          (cli ? `, attn attribute's target and values within ${gap.toExponential(1)}` : ''));
+  }
+  if (outDir) fs.writeFileSync(path.join(outDir, 'playground_attribution.png'), await page.screenshot());
+  const map = (await page.evaluate(() => attnlab.state().view.attribution)).heatmap;
+  await clickAt(page, [map.x + map.cell_w, map.y + map.cell_h * 1, map.cell_w, map.cell_h]);  // layer 1, head 1
+  const opened = await page.evaluate(() => attnlab.state().view);
+  check(opened.tab === 'stage' && opened.layer === 1 && opened.head === 1 && /h\.1\.attn\.attn_weights/.test(opened.stage),
+        `a click on head 1.1 of the logit attribution opens it: tab ${opened.tab}, stage ${opened.stage}, head ${opened.head}`);
+  await checkIdle(page, 'Attribution tab');
+}
+
 // The Train tab: the API's log equals attn train --log bit for bit; the buttons; the frame time while
 // training (printed); the duplicate and asked tasks learned to their documented accuracy, each with the
 // head its documentation names (from a repeated symbol to its twin; from the last word to the place of
@@ -1072,6 +1101,7 @@ function closeToFixture(trace, fx) {
           `the Generate tab: ${JSON.stringify(shownGenerate.text)}, attn generate's tokens; the last one's attention ` +
           `[${shownGenerate.heatmap.rows} heads x ${shownGenerate.heatmap.cols} tokens]`);
     if (outDir) fs.writeFileSync(path.join(outDir, 'playground_generate.png'), await page.screenshot());
+    await checkAttribution(page, path.join(fixtures, 'pretrained', 'gpt2_tiny'), gpt2Sentences[0]);
     await page.evaluate(() => attnlab.selectView({ tab: 'stage' }));
     const badGenerate = await page.evaluate(() => { try { attnlab.generate({ prompt: 'x', top_p: 2 }); return ''; } catch (e) { return e.message; } });
     check(/--top-p must be in/.test(badGenerate), 'attnlab.generate refuses bad settings: ' + badGenerate);
