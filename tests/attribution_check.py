@@ -174,6 +174,54 @@ def classifier_case(program, tmp, name, model_flags, mask, sentence):
     attention_cases(case, program, flags, stacked_weights(stages, ".attention_weights"), list(range(ids.shape[1])))
 
 
+D = IC.load(HERE / "torchgen" / "decoder.py", "fixture_decoder")
+DECODER_IDS = [5, 9, 12, 3, 7, 20, 4, 8]
+
+
+def decoder_model(name):
+    """A Llama-family fixture in PyTorch (tests/torchgen/decoder.py), its weights read back, shards joined."""
+    folder = IC.PRETRAINED / name
+    c = D.with_head_dim(json.loads((folder / "config.json").read_text()))
+    c.setdefault("tie_word_embeddings", True)  # Gemma's default, as tests/torchgen/decoder.py writes them
+    files = [folder / "model.safetensors"] if (folder / "model.safetensors").exists() else \
+        sorted(folder.glob("model-*.safetensors"))
+    state = {}
+    for f in files:
+        state.update(IC.read_safetensors(f))
+    model = D.model_class(c)(c).eval()
+    model.load_state_dict(state, strict=False)
+    return model, c
+
+
+def decoder_case(program, name):
+    """The gradient methods, rollout and flow on a decoder, through a forward hook on its token embedding
+    (model.embed_tokens, NeoX's gpt_neox.embed_in), as Captum's LayerIntegratedGradients attributes there."""
+    model, c = decoder_model(name)
+    embedding = model.gpt_neox.embed_in if hasattr(model, "gpt_neox") else model.model.embed_tokens
+    ids = torch.tensor([DECODER_IDS])
+    flags = ["--model-dir", str(IC.PRETRAINED / name), "--ids", " ".join(map(str, DECODER_IDS))]
+    ours = attn(program, [*flags, "--method", "gradient-x-input"])
+    D.STAGES.clear()
+    with torch.no_grad():
+        logits = model(ids)
+    stages = dict(D.STAGES)
+    target = int(logits[0, -1].argmax())
+    case = f"{name} target {target}"
+    check(ours["target"]["id"] == target, f"{case}: the target is the top next token")
+
+    def forward(embeds):
+        with_hook = replaced(embedding, embeds)
+        try:
+            return model(ids.expand(embeds.shape[0], -1))[:, -1, target]
+        finally:
+            with_hook.remove()
+    with torch.no_grad():
+        x = embedding(ids)
+    gradient_cases(case, program, flags, ours["target"], forward, x)
+    weights = torch.stack([stages[f"model.layers.{l}.self_attn.attn_weights"][0] for l in range(c["num_hidden_layers"])])
+    attention_cases(case, program, flags, weights, [len(DECODER_IDS) - 1])
+
+
 def threads_case(program):
     """--threads spreads the work; the document is the same to the last bit."""
     flags = ["--model-dir", str(IC.PRETRAINED / "gpt2_tiny"), "--sentence", "the cat sat on the mat",
@@ -187,6 +235,9 @@ def main(program):
     gpt2_case(program, "the cat sat on the mat")
     gpt2_case(program, "hello world, the cat", target_id=5)
     bert_case(program, "the cat sat on the mat")
+    for name in ("llama_tiny", "llama3_gqa", "qwen2_bias", "qwen3_norm", "mistral_window", "gemma2_cap",
+                 "gemma3_local", "pythia_parallel", "neox_sequential"):
+        decoder_case(program, name)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
         post = ["--num-layers", "2", "--d-model", "16", "--num-heads", "4", "--num-classes", "3", "--seed", "3"]

@@ -432,8 +432,15 @@ TEST_CASE("ui says which methods a model cannot give, in the UI's language", "[u
   Playground tutorial{PlaygroundConfig()};
   tutorial.update();
   CHECK(run.start(tutorial.config(), *tutorial.result(), 0, o) == tr(Str::attribution_tutorial));
-  const PlaygroundConfig llama = loaded_config(sort_model_files({dir + "llama_tiny"}), {"hello world"});
+  const PlaygroundConfig llama = loaded_config(sort_model_files({dir + "llama_tiny"}), {"the cat sat"});
   Playground decoder(llama);
   decoder.update();
+  REQUIRE(run.start(decoder.config(), *decoder.result(), 0, o).empty());  // flow: the decoders' attention
+  CHECK(run.result().outputs == std::vector<size_t>{run.tokens().size() - 1});
+  o.method = AttributionMethod::logit_attribution;
   CHECK(run.start(decoder.config(), *decoder.result(), 0, o) == tr(Str::attribution_decoder));
+  o.method = AttributionMethod::gradient_x_input;  // through the decoders' backward
+  REQUIRE(run.start(decoder.config(), *decoder.result(), 0, o).empty());
+  CHECK(run.result().scores.size() == run.tokens().size());
+  CHECK(run.result().target.id >= 0);
 }

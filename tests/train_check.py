@@ -69,7 +69,8 @@ def read_safetensors(path):
         if begin == end:  # no elements (an attention-only GPT-2's MLP of n_inner 0); frombuffer refuses them
             out[name] = torch.empty(e["shape"])
             continue
-        data = torch.frombuffer(bytearray(raw[8 + n + begin:8 + n + end]), dtype=torch.float32)
+        dtype = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}[e["dtype"]]
+        data = torch.frombuffer(bytearray(raw[8 + n + begin:8 + n + end]), dtype=dtype).float()  # widened as attn reads
         out[name] = data.reshape(e["shape"]) if e["shape"] else data.reshape(())
     return out
 

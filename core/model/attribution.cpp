@@ -8,6 +8,7 @@
 
 #include "core/base/error.hpp"
 #include "core/model/attention.hpp"
+#include "core/model/decoder.hpp"
 #include "core/model/gpt2.hpp"
 #include "core/model/pretrained_parts.hpp"
 
@@ -28,11 +29,13 @@ bool needs_output(AttributionMethod method) {
   return method != AttributionMethod::rollout && method != AttributionMethod::flow;
 }
 
-// The target's row of a run's logits: GPT-2's at `position` ([1, S, V]), the classifier's ([1, C]).
+bool causal_lm(const LoadedModel& m) { return m.decoder || (m.pretrained && !is_bert(m)); }
+
+// The target's row of a run's logits: a causal LM's at `position` ([1, S, V]), the classifier's ([1, C]).
 std::vector<float> output_logits(const LoadedModel& m, const Trace& run, size_t position) {
   const Tensor& logits = run.at("logits");
   const size_t width = logits.shape(logits.dimension() - 1);
-  const float* row = logits.data() + (m.pretrained ? position * width : 0);
+  const float* row = logits.data() + (causal_lm(m) ? position * width : 0);
   return {row, row + width};
 }
 
@@ -50,18 +53,39 @@ AttributionTarget choose_target(const LoadedModel& m, const ModelInput& in, cons
     throw InputError("this classifier has no head (--encoder-only): there is no output to attribute");
   t.position = in.lengths[0] - 1;
   const std::vector<float> logits = output_logits(m, run, t.position);
-  const std::string kind = m.pretrained ? "vocabulary" : "classes";
+  const bool lm = causal_lm(m);
   if (o.target && (*o.target < 0 || size_t(*o.target) >= logits.size()))
-    throw InputError("--target-id " + std::to_string(*o.target) + " is outside the " + kind + " (" +
-                     std::to_string(logits.size()) + (m.pretrained ? " ids)" : " classes)"));
+    throw InputError("--target-id " + std::to_string(*o.target) + " is outside the " + (lm ? "vocabulary" : "classes") +
+                     " (" + std::to_string(logits.size()) + (lm ? " ids)" : " classes)"));
   t.id = o.target ? *o.target : int64_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
-  t.label = m.pretrained ? m.token(t.id) : "class " + std::to_string(t.id);
+  t.label = lm ? m.token(t.id) : "class " + std::to_string(t.id);
   t.logit = logits[size_t(t.id)];
   return t;
 }
 
 // --- the gradient methods: F = the target's logit, x = the token embeddings (GPT-2's wte[ids], the
 // classifier's embedding(ids) × √d_model), the positions' embeddings kept as they are ---
+
+// A decoder's F and gradient on the rows `scaled` [B, S, H]: the traced forward, then its backward from
+// the target's logit at the last position (lm_head's row, through Gemma's final cap).
+Tensor decoder_gradients(const DecoderModel& model, const AttributionTarget& t, const Tensor& scaled,
+                         std::vector<double>& values) {
+  const size_t B = scaled.shape(0), S = scaled.shape(1), H = scaled.shape(2);
+  const Trace run = decoder_forward_embeddings(model, scaled);
+  const Tensor& logits = run.at("logits");
+  const size_t V = logits.shape(2);
+  const float* row = model.lm_head.data() + size_t(t.id) * H;
+  const double cap = model.config.final_softcap;
+  Tensor grad = Tensor::from_shape({B, S, H});
+  grad.fill(0.0f);
+  for (size_t b = 0; b < B; ++b) {
+    const double logit = logits.data()[(b * S + S - 1) * V + size_t(t.id)];
+    values.push_back(logit);
+    const double through_cap = cap > 0 ? 1.0 - (logit / cap) * (logit / cap) : 1.0;  // d(c·tanh(z/c))/dz
+    for (size_t j = 0; j < H; ++j) grad.data()[(b * S + S - 1) * H + j] = float(through_cap * row[j]);
+  }
+  return decoder_input_gradient(model, run, grad);
+}
 
 struct WeightedGradient {
   Tensor inputs;                 // x [1, S, H]
@@ -90,6 +114,7 @@ Tensor batch_gradients(const LoadedModel& m, const ModelInput& in, const Attribu
     }
     return grad;
   };
+  if (m.decoder) return decoder_gradients(*m.decoder, t, scaled, values);
   if (m.pretrained) {
     const PretrainedModel& model = m.pretrained->model;
     Gpt2Saved saved;  // the target is the last position's (t.position = S − 1): its logits alone
@@ -108,8 +133,9 @@ Tensor batch_gradients(const LoadedModel& m, const ModelInput& in, const Attribu
 WeightedGradient weighted_gradient(const LoadedModel& m, const ModelInput& in, const AttributionTarget& t,
                                    const std::vector<double>& alphas, const std::vector<double>& weights) {
   WeightedGradient g;
-  g.inputs = m.pretrained ? lookup(m.pretrained->model.word_embeddings, in.ids, 1, in.seq, "token id")
-                          : embed(m.classifier->embedding, in.ids, 1, in.seq);
+  g.inputs = m.decoder      ? lookup(m.decoder->embed_tokens, in.ids, 1, in.seq, "token id")
+             : m.pretrained ? lookup(m.pretrained->model.word_embeddings, in.ids, 1, in.seq, "token id")
+                            : embed(m.classifier->embedding, in.ids, 1, in.seq);
   const size_t SH = g.inputs.size();
   g.gradient.assign(SH, 0.0);
   // Batches of equal size (52 rows: 4 of 13, not 3 of 16 and one of 4, which would run narrow products).
@@ -294,7 +320,8 @@ std::string attribution_method_name(AttributionMethod method) {
 }
 
 Attribution attribute(const LoadedModel& m, const ModelInput& in, const AttributionOptions& o) {
-  if (m.decoder) throw InputError("attribution does not take a Llama-family decoder yet (docs/decoders.md)");
+  if (m.decoder && o.method == AttributionMethod::logit_attribution)
+    throw InputError("logit-attribution does not take a Llama-family decoder yet (docs/attribution.md)");
   if (in.batch != 1) throw InputError("attribution takes one input");
   if (o.steps == 0 || o.steps > max_steps)
     throw InputError("--steps " + std::to_string(o.steps) + " is outside 1 to " + std::to_string(max_steps));

@@ -590,10 +590,6 @@ Tensor logits_of(const DecoderModel& m, const Tensor& normed) {
   return logits;
 }
 
-// Scores are divided by √scalar where transformers multiplies by scalar^−½ (the last bit differs).
-float score_divisor(const DecoderConfig& c) {
-  return float(std::sqrt(c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : double(c.head_dim)));
-}
 
 // What one layer's attention depends on besides its weights.
 struct LayerAttention {
@@ -623,7 +619,7 @@ Tensor attention(const DecoderModel& m, size_t index, const Tensor& h, const Lay
   // Gemma's cap comes before the mask; the causal mask (and the window) adds finfo(float32).min to the
   // keys a query cannot see.
   const HeadAttention heads = attend_heads(
-      q, repeat_kv(k, c.group()), repeat_kv(v, c.group()), score_divisor(c),
+      q, repeat_kv(k, c.group()), repeat_kv(v, c.group()), decoder_score_divisor(c),
       [window, past, Sk, cap](float* row, size_t, size_t query) {
         if (cap > 0) soft_cap(row, Sk, cap);
         const size_t at = past + query;  // the query's position
@@ -681,6 +677,20 @@ Tensor layer(const DecoderModel& m, size_t index, const Tensor& x, const LayerAt
 
 }  // namespace
 
+// Scores are divided by √scalar where transformers multiplies by scalar^−½ (the last bit differs).
+float decoder_score_divisor(const DecoderConfig& c) {
+  return float(std::sqrt(c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : double(c.head_dim)));
+}
+
+std::string decoder_rotary_stage(const DecoderConfig& c, size_t layer) {
+  const bool sliding = layer < c.sliding_layers.size() && c.sliding_layers[layer];
+  return sliding && c.local_rope_theta > 0 ? "model.rotary_emb_local" : "model.rotary_emb";
+}
+
+float decoder_embed_scale(const DecoderConfig& c) {
+  return c.embed_scale ? float(std::sqrt(double(c.hidden_size))) : 1.0f;
+}
+
 double decoder_trace_floats(const DecoderConfig& c, size_t batch, size_t seq, size_t past) {
   // Per layer about a dozen [B, S, H] stages, three [B, S, I], four [B, n, S, d] and two [B, n, S, S].
   const double tokens = double(batch) * double(seq), heads = double(c.num_heads);
@@ -701,29 +711,26 @@ void check_decoder_input(const DecoderModel& m, const std::vector<int64_t>& ids,
                        "the trace of " + std::to_string(batch) + " sequences of " + std::to_string(seq) + " tokens");
 }
 
-// Gemma: the embeddings × √hidden, the factor rounded to the weights' dtype (float32 here) first.
-Tensor embed(const DecoderModel& m, const std::vector<int64_t>& ids, size_t batch, size_t seq) {
-  Tensor x = lookup(m.embed_tokens, ids, batch, seq, "token id");
-  if (m.config.embed_scale) {
-    const float scale = float(std::sqrt(double(m.config.hidden_size)));
+Tensor scale_embeddings(const DecoderConfig& c, Tensor x) {
+  const float scale = decoder_embed_scale(c);
+  if (scale != 1.0f)
     for (size_t i = 0; i < x.size(); ++i) x.data()[i] *= scale;
-  }
   return x;
+}
+
+Tensor embed(const DecoderModel& m, const std::vector<int64_t>& ids, size_t batch, size_t seq) {
+  return scale_embeddings(m.config, lookup(m.embed_tokens, ids, batch, seq, "token id"));
 }
 
 }  // namespace
 
-Trace decoder_forward(const DecoderModel& m, const std::vector<int64_t>& ids, size_t batch, size_t seq,
-                      const Hooks* hooks, KeyValueCache* cache, const std::vector<size_t>& lengths) {
+namespace {
+
+// From the embeddings on (x: embed_tokens' output, Gemma's scale applied): the rotations, the layers,
+// the final norm and the logits, into `t`.
+void run_layers(const DecoderModel& m, Tensor x, const Positions& pos, const std::vector<size_t>& lengths, Trace& t) {
   const DecoderConfig& c = m.config;
-  if (cache) cache->prepare(m.layers.size());
-  const Positions pos{cache ? cache->length() : 0, cache};
-  check_decoder_input(m, ids, batch, seq, pos.past);
-  for (size_t length : lengths)
-    if (lengths.size() != batch || length == 0 || length > seq) throw std::logic_error("decoder_forward: bad lengths");
-  Trace t(hooks);
-  t.record("input_ids", ids_tensor(ids, batch, seq), PrintDtype::int64);
-  Tensor x = embed(m, ids, batch, seq);
+  const size_t batch = x.shape(0), seq = x.shape(1);
   t.stage("model.embed_tokens", x);
   const Rotary global = rotary(c, pos.past, seq, t, "model.rotary_emb");
   const std::optional<Rotary> local =
@@ -732,7 +739,8 @@ Trace decoder_forward(const DecoderModel& m, const std::vector<int64_t>& ids, si
           : std::nullopt;
   for (size_t i = 0; i < m.layers.size(); ++i) {
     const bool sliding = i < c.sliding_layers.size() && c.sliding_layers[i];
-    const LayerAttention a{sliding && local ? *local : global, sliding ? c.sliding_window : 0};
+    const LayerAttention a{decoder_rotary_stage(c, i) == "model.rotary_emb_local" ? *local : global,
+                           sliding ? c.sliding_window : 0};
     const std::string p = "model.layers." + std::to_string(i);
     x = layer(m, i, x, a, pos, Recorder{t, p + "."});
     t.stage(p, x);
@@ -742,6 +750,31 @@ Trace decoder_forward(const DecoderModel& m, const std::vector<int64_t>& ids, si
   Tensor logits = logits_of(m, final);
   t.stage("logits", logits);
   t.record("next_token_probs", next_token_probs(logits, lengths.empty() ? std::vector<size_t>(batch, seq) : lengths));
+}
+
+}  // namespace
+
+Trace decoder_forward(const DecoderModel& m, const std::vector<int64_t>& ids, size_t batch, size_t seq,
+                      const Hooks* hooks, KeyValueCache* cache, const std::vector<size_t>& lengths) {
+  if (cache) cache->prepare(m.layers.size());
+  const Positions pos{cache ? cache->length() : 0, cache};
+  check_decoder_input(m, ids, batch, seq, pos.past);
+  for (size_t length : lengths)
+    if (lengths.size() != batch || length == 0 || length > seq) throw std::logic_error("decoder_forward: bad lengths");
+  Trace t(hooks);
+  t.record("input_ids", ids_tensor(ids, batch, seq), PrintDtype::int64);
+  run_layers(m, embed(m, ids, batch, seq), pos, lengths, t);
+  if (hooks) hooks->check_reached(t);
+  return t;
+}
+
+Trace decoder_forward_embeddings(const DecoderModel& m, const Tensor& token_embeddings, const Hooks* hooks) {
+  const size_t batch = token_embeddings.shape(0), seq = token_embeddings.shape(1);
+  if (token_embeddings.dimension() != 3 || token_embeddings.shape(2) != m.config.hidden_size)
+    throw InputError("the token embeddings must be [batch, seq, hidden_size]");
+  check_decoder_input(m, std::vector<int64_t>(batch * seq), batch, seq, 0);
+  Trace t(hooks);
+  run_layers(m, scale_embeddings(m.config, token_embeddings), Positions{}, {}, t);
   if (hooks) hooks->check_reached(t);
   return t;
 }
@@ -751,7 +784,7 @@ Tensor decoder_unmasked_weights(const DecoderConfig& c, const Trace& trace, size
   const Tensor keys = repeat_kv(trace.at(p + "keys_rotated"), c.group());
   const double cap = c.attn_softcap;
   Trace scratch;
-  return attend_heads(trace.at(p + "queries_rotated"), keys, keys, score_divisor(c),  // values do not matter
+  return attend_heads(trace.at(p + "queries_rotated"), keys, keys, decoder_score_divisor(c),  // values do not matter
                       [cap, Sk = keys.shape(2)](float* row, size_t, size_t) {
                         if (cap > 0) soft_cap(row, Sk, cap);
                       },

@@ -123,6 +123,21 @@ double decoder_trace_floats(const DecoderConfig& config, size_t batch, size_t se
 Trace decoder_forward(const DecoderModel& model, const std::vector<int64_t>& ids, size_t batch, size_t seq,
                       const Hooks* hooks = nullptr, KeyValueCache* cache = nullptr,
                       const std::vector<size_t>& lengths = {});
+// The same on given token embeddings [B, S, H] (what embed_tokens gives: inputs_embeds, which Gemma's
+// √hidden scale still multiplies), every row S long, no cache: attribution's scaled inputs.
+Trace decoder_forward_embeddings(const DecoderModel& model, const Tensor& token_embeddings, const Hooks* hooks = nullptr);
+// The attention scores' divisor: √head_dim, or Gemma's √query_pre_attn_scalar.
+float decoder_score_divisor(const DecoderConfig& config);
+// The rotation layer `layer` uses, by its recorded stages' prefix: "model.rotary_emb", or Gemma 3's
+// sliding layers' "model.rotary_emb_local".
+std::string decoder_rotary_stage(const DecoderConfig& config, size_t layer);
+// Gemma's embedding scale, √hidden_size rounded to float (transformers' normalizer); 1 for the others.
+float decoder_embed_scale(const DecoderConfig& config);
+// The gradient of the token embeddings [B, S, H] (decoder_forward_embeddings' input) from the gradient of
+// model.norm's output [B, S, H], backward through every layer from what `trace` (that forward's) recorded
+// (core/model/decoder_backward.cpp). The input's gradient alone: the weights' gradients are not computed
+// (training the decoders is not done yet).
+Tensor decoder_input_gradient(const DecoderModel& model, const Trace& trace, const Tensor& grad_normed);
 // Layer `layer`'s attention weights [B, n, S, S] as if no key were masked (no causal mask, no window):
 // the softmax of its scaled (Gemma: capped) scores from the trace's queries_rotated and keys_rotated.
 // What the playground's Masks view compares the masked weights with.
