@@ -220,6 +220,14 @@ def decoder_case(program, name):
     gradient_cases(case, program, flags, ours["target"], forward, x)
     weights = torch.stack([stages[f"model.layers.{l}.self_attn.attn_weights"][0] for l in range(c["num_hidden_layers"])])
     attention_cases(case, program, flags, weights, [len(DECODER_IDS) - 1])
+    if c["model_type"].startswith("gemma"):  # its branch norms are not additive: refused (cli.attribute_decoder_gemma)
+        return
+    direct = attn(program, [*flags, "--method", "logit-attribution"])
+    names, values = R.decoder_logit_attribution(model, c, stages, target, len(DECODER_IDS) - 1)
+    check(direct["components"] == names, f"{case}: logit attribution's {len(names)} components")
+    compare(case, "logit-attribution", direct["contributions"], values)
+    total = sum(direct["contributions"])
+    check(abs(total - float(logits[0, -1, target])) <= TOLERANCE, f"{case}: the direct contributions add up to the logit ({total:.5f})")
 
 
 def threads_case(program):

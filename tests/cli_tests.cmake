@@ -265,8 +265,8 @@ attn_cli_case(attribute_ids_range 2 "token id 5000 is outside the vocabulary \\(
 attn_cli_case(attribute_no_input 2 "give one of --sentence TEXT and --ids" attribute --model-dir "${pre}/gpt2_tiny" --method flow)
 attn_cli_case(attribute_decoder_text 0 "LlamaForCausalLM.*method: integrated-gradients.*convergence delta"
               attribute --model-dir "${pre}/llama_tiny" --sentence "the cat sat" --method integrated-gradients)
-attn_cli_case(attribute_decoder_logit 2 "logit-attribution does not take a Llama-family decoder yet"
-              attribute --model-dir "${pre}/llama_tiny" --sentence "the cat sat" --method logit-attribution)
+attn_cli_case(attribute_decoder_gemma 2 "Gemma's norms of each branch's output and its final cap do not add up"
+              attribute --model-dir "${pre}/gemma2_cap" --ids "5 9 12" --method logit-attribution)
 attn_cli_case(attribute_threads_zero 2 "--threads" ${attr} --method flow --threads 0)
 attn_cli_case(attribute_train 2 "attn attribute runs the model in evaluation mode: drop --train" ${attr_cls} --method rollout --train)
 

@@ -437,8 +437,13 @@ TEST_CASE("ui says which methods a model cannot give, in the UI's language", "[u
   decoder.update();
   REQUIRE(run.start(decoder.config(), *decoder.result(), 0, o).empty());  // flow: the decoders' attention
   CHECK(run.result().outputs == std::vector<size_t>{run.tokens().size() - 1});
-  o.method = AttributionMethod::logit_attribution;
-  CHECK(run.start(decoder.config(), *decoder.result(), 0, o) == tr(Str::attribution_decoder));
+  o.method = AttributionMethod::logit_attribution;  // additive on Llama
+  REQUIRE(run.start(decoder.config(), *decoder.result(), 0, o).empty());
+  CHECK(run.result().components.front() == "embed");
+  const PlaygroundConfig gemma = loaded_config(sort_model_files({with_tokenizer("gemma2_cap")}), {"the cat sat"});
+  Playground sandwich(gemma);
+  sandwich.update();
+  CHECK(run.start(sandwich.config(), *sandwich.result(), 0, o) == tr(Str::attribution_gemma));
   o.method = AttributionMethod::gradient_x_input;  // through the decoders' backward
   REQUIRE(run.start(decoder.config(), *decoder.result(), 0, o).empty());
   CHECK(run.result().scores.size() == run.tokens().size());

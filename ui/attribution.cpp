@@ -14,7 +14,9 @@ namespace {
 // The engine's refusals (core/model/attribution.cpp), said in the UI's language before it runs.
 void refuse_what_it_cannot_give(const attn::LoadedModel& m, AttributionOptions& o) {
   const bool gradient_or_logits = o.method != AttributionMethod::rollout && o.method != AttributionMethod::flow;
-  if (m.decoder && o.method == AttributionMethod::logit_attribution) throw InputError(tr(Str::attribution_decoder));
+  if (m.decoder && (m.decoder->config.sandwich_norms || m.decoder->config.final_softcap > 0) &&
+      o.method == AttributionMethod::logit_attribution)
+    throw InputError(tr(Str::attribution_gemma));
   const bool bert = m.pretrained && m.pretrained->model.config.family == ModelFamily::bert;
   if (bert && gradient_or_logits) throw InputError(tr(Str::attribution_bert));
   if (bert) o.target.reset();  // nothing to name

@@ -253,7 +253,55 @@ void flow(const std::vector<Matrix>& layers, size_t S, bool every_output, Attrib
 
 // --- logit attribution (TransformerLens's apply_ln_to_stack with the cached final scale) ---
 
+// The Llama family's: the stream at the last layer is embed_tokens' output plus each layer's o_proj (its
+// heads, its bias) and MLP outputs (NeoX's parallel residual adds them too); model.norm's scale is the
+// whole stream's, RMSNorm's without centring (TransformerLens's apply_ln for RMS), LayerNorm's with.
+void decoder_logit_attribution(const DecoderModel& m, const Trace& run, Attribution& a) {
+  const DecoderConfig& c = m.config;
+  if (c.sandwich_norms || c.final_softcap > 0)
+    throw InputError("logit-attribution splits the residual stream into what each branch adds; Gemma's norms "
+                     "of each branch's output and its final cap do not add up that way");
+  const size_t H = c.hidden_size, L = m.layers.size(), n = c.num_heads, dk = c.head_dim, p = a.target.position;
+  const bool centre = c.norm == NormKind::layer_norm;
+  const float* unembed = m.lm_head.data() + size_t(a.target.id) * H;
+  const float* x = run.at(L ? "model.layers." + std::to_string(L - 1) : "model.embed_tokens").data() + p * H;
+  double mean = 0, squares = 0;
+  for (size_t j = 0; j < H; ++j) mean += x[j] / double(H);
+  for (size_t j = 0; j < H; ++j) squares += (x[j] - (centre ? mean : 0.0)) * (x[j] - (centre ? mean : 0.0)) / double(H);
+  const double scale = std::sqrt(squares + c.rms_norm_eps), offset = c.norm == NormKind::rms_one_plus ? 1.0 : 0.0;
+  std::vector<double> d(H);
+  for (size_t j = 0; j < H; ++j) d[j] = (offset + double(m.norm.weight.data()[j])) * unembed[j];
+  const double d_mean = centre ? std::accumulate(d.begin(), d.end(), 0.0) / double(H) : 0.0;
+  for (double& v : d) v = (v - d_mean) / scale;
+  auto along = [&](const float* v) {
+    double sum = 0;
+    for (size_t j = 0; j < H; ++j) sum += v[j] * d[j];
+    return sum;
+  };
+  auto add = [&](const std::string& name, double value) { a.components.push_back(name), a.contributions.push_back(value); };
+  add("embed", along(run.at("model.embed_tokens").data() + p * H));
+  for (size_t l = 0; l < L; ++l) {
+    const std::string prefix = "model.layers." + std::to_string(l) + ".", name = "L" + std::to_string(l);
+    const Linear& out = m.layers[l].o_proj;  // [H, n·dk]
+    const float* z = run.at(prefix + "self_attn.merged").data() + p * n * dk;
+    for (size_t h = 0; h < n; ++h) {
+      double sum = 0;
+      for (size_t k = h * dk; k < (h + 1) * dk; ++k)
+        for (size_t j = 0; j < H; ++j) sum += double(z[k]) * out.weight.data()[j * n * dk + k] * d[j];
+      add(name + "H" + std::to_string(h), sum);
+    }
+    if (out.bias.dimension()) add(name + ".attn_bias", along(out.bias.data()));
+    add(name + ".mlp_out", along(run.at(prefix + "mlp.down_proj").data() + p * H));
+  }
+  if (centre) {
+    double bias = 0;
+    for (size_t j = 0; j < H; ++j) bias += double(m.norm.bias.data()[j]) * unembed[j];
+    add("norm.bias", bias);
+  }
+}
+
 void logit_attribution(const LoadedModel& m, const Trace& run, Attribution& a) {
+  if (m.decoder) return decoder_logit_attribution(*m.decoder, run, a);
   if (!m.pretrained || m.pretrained->model.config.family != ModelFamily::gpt2)
     throw InputError("logit-attribution decomposes GPT-2's residual stream into its heads' and MLPs' outputs; the "
                      "classifier's post-norm layers and mean pooling do not add up that way");
@@ -320,8 +368,6 @@ std::string attribution_method_name(AttributionMethod method) {
 }
 
 Attribution attribute(const LoadedModel& m, const ModelInput& in, const AttributionOptions& o) {
-  if (m.decoder && o.method == AttributionMethod::logit_attribution)
-    throw InputError("logit-attribution does not take a Llama-family decoder yet (docs/attribution.md)");
   if (in.batch != 1) throw InputError("attribution takes one input");
   if (o.steps == 0 || o.steps > max_steps)
     throw InputError("--steps " + std::to_string(o.steps) + " is outside 1 to " + std::to_string(max_steps));

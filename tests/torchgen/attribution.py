@@ -96,3 +96,40 @@ def logit_attribution(model, stages, target, position):
     names.append("ln_f.bias")
     values.append(float(t.ln_f.bias.double() @ t.wte.weight[target].double()))
     return names, values
+
+
+def decoder_logit_attribution(model, c, stages, target, position):
+    """A Llama-family model of tests/torchgen/decoder.py and its recorded stages (not Gemma: its branch
+    norms are not additive): embed, each head through o_proj's columns, o_proj's bias, each MLP's output,
+    model.norm's bias (LayerNorm); apply_ln with the cached scale, centred for LayerNorm only (TransformerLens's
+    RMS apply_ln divides without centring)."""
+    neox = hasattr(model, "gpt_neox")
+    base = model.gpt_neox if neox else model.model
+    final = base.final_layer_norm if neox else base.norm
+    unembed = (model.embed_out if neox else model.lm_head).weight[target].double().detach()
+    L, n, dk = c["num_hidden_layers"], c["num_attention_heads"], c["head_dim"]
+    d = lambda name: stages[name][0, position].double()
+    resid = d(f"model.layers.{L - 1}")
+    centre = isinstance(final, torch.nn.LayerNorm)
+    eps = final.eps if centre else final.variance_epsilon
+    scale = torch.sqrt((resid - resid.mean() if centre else resid).pow(2).mean() + eps)
+    direction = final.weight.double().detach() * unembed
+    apply_ln = lambda v: float(((v - v.mean()) if centre else v) / scale @ direction)
+    names, values = ["embed"], [apply_ln(d("model.embed_tokens"))]
+    for l, layer in enumerate(base.layers):
+        attention = layer.attention if neox else layer.self_attn
+        o_proj = attention.dense if neox else attention.o_proj
+        z, w_o = d(f"model.layers.{l}.self_attn.merged"), o_proj.weight.double().detach()  # [H, n·dk]
+        for h in range(n):
+            cols = slice(h * dk, (h + 1) * dk)
+            names.append(f"L{l}H{h}")
+            values.append(apply_ln(w_o[:, cols] @ z[cols]))
+        if o_proj.bias is not None:
+            names.append(f"L{l}.attn_bias")
+            values.append(apply_ln(o_proj.bias.double().detach()))
+        names.append(f"L{l}.mlp_out")
+        values.append(apply_ln(d(f"model.layers.{l}.mlp.down_proj")))
+    if centre:
+        names.append("norm.bias")
+        values.append(float(final.bias.double().detach() @ unembed))
+    return names, values
