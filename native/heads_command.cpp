@@ -108,15 +108,19 @@ std::string scores_table(const HeadScores& s) {
 
 // The earlier head's writing read by the later one, for every pair of layers (core/model/circuits.hpp).
 std::vector<CompositionScores> compositions(const LoadedModel& m) {
-  if (m.decoder) throw InputError("--composition does not take a Llama-family decoder yet (docs/decoders.md)");
-  const std::vector<EncoderLayer>& layers = m.pretrained ? m.pretrained->model.layers : m.classifier->layers;
-  if (layers.size() < 2)
-    throw InputError("--composition: heads compose across layers, and the model has " + std::to_string(layers.size()));
-  const size_t heads = m.pretrained ? m.pretrained->model.config.num_heads : m.classifier->config.num_heads;
-  const bool pre_norm = m.pretrained ? m.pretrained->model.config.family == ModelFamily::gpt2 : m.classifier->config.norm_first;
+  const size_t L = m.stages().layers;
+  if (L < 2) throw InputError("--composition: heads compose across layers, and the model has " + std::to_string(L));
   std::vector<CompositionScores> all;
-  for (CompositionKind k : {CompositionKind::q, CompositionKind::k, CompositionKind::v})
-    all.push_back(composition_scores(layers, heads, pre_norm, k));
+  for (CompositionKind k : {CompositionKind::q, CompositionKind::k, CompositionKind::v}) {
+    if (m.decoder) {
+      all.push_back(decoder_composition_scores(*m.decoder, k));
+      continue;
+    }
+    const std::vector<EncoderLayer>& layers = m.pretrained ? m.pretrained->model.layers : m.classifier->layers;
+    const size_t heads = m.pretrained ? m.pretrained->model.config.num_heads : m.classifier->config.num_heads;
+    const bool pre_norm = m.pretrained ? m.pretrained->model.config.family == ModelFamily::gpt2 : m.classifier->config.norm_first;
+    all.push_back(composition_scores(layers, heads, {pre_norm, pre_norm}, k));
+  }
   return all;
 }
 

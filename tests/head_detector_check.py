@@ -125,6 +125,50 @@ def head_matrices(state, config):
     return {k: torch.stack(v) for k, v in W.items()}  # [L, H, d, dh]; O: [L, H, dh, d]
 
 
+def decoder_head_matrices(folder):
+    """A Llama-family fixture's W_Q, W_K, W_V [L, n, H, d] and W_O [L, n, d, H] as TransformerLens holds them:
+    the input norm's scale folded into the reading weights (Gemma's 1 + w), each key/value head repeated for its
+    query heads, W_O centred for GPT-NeoX's LayerNorm only; NeoX's query_key_value split per head."""
+    config = json.loads((folder / "config.json").read_text())
+    files = [folder / "model.safetensors"] if (folder / "model.safetensors").exists() else sorted(folder.glob("model-*.safetensors"))
+    state = {}
+    for f in files:
+        state.update({k: v.double() for k, v in I.read_safetensors(f).items()})
+    H, n = config["hidden_size"], config["num_attention_heads"]
+    kv, d = config.get("num_key_value_heads", n), config.get("head_dim") or H // n
+    neox = config["model_type"] == "gpt_neox"
+    W = {k: [] for k in "QKVO"}
+    for layer in range(config["num_hidden_layers"]):
+        p = f"gpt_neox.layers.{layer}." if neox else f"model.layers.{layer}."
+        scale = state[p + "input_layernorm.weight"] + (1.0 if config["model_type"].startswith("gemma") else 0.0)
+        if neox:  # [n, 3, d, H]: each head's q, k, v in turn
+            qkv = state[p + "attention.query_key_value.weight"].view(n, 3, d, H)
+            q, k, v = qkv[:, 0], qkv[:, 1], qkv[:, 2]
+            o = state[p + "attention.dense.weight"]
+        else:
+            q = state[p + "self_attn.q_proj.weight"].view(n, d, H)
+            k = state[p + "self_attn.k_proj.weight"].view(kv, d, H).repeat_interleave(n // kv, dim=0)
+            v = state[p + "self_attn.v_proj.weight"].view(kv, d, H).repeat_interleave(n // kv, dim=0)
+            o = state[p + "self_attn.o_proj.weight"]
+        for name, m in zip("QKV", (q, k, v)):
+            W[name].append(m.transpose(1, 2) * scale[None, :, None])
+        o = o.view(H, n, d).permute(1, 2, 0)  # [n, d, H]
+        W["O"].append(o - o.mean(-1, keepdim=True) if neox else o)
+    return {k: torch.stack(v) for k, v in W.items()}
+
+
+def decoder_composition_case(attn, name):
+    folder = I.PRETRAINED / name
+    ours = attn_heads(attn, ["--model-dir", str(folder), "--seq-len", "4", "--composition"])["composition"]
+    W = decoder_head_matrices(folder)
+    for mode in "QKV":
+        theirs = composition_reference(W, mode)
+        got = torch.tensor(ours[mode]["scores"], dtype=torch.float64)
+        error = float((got - theirs).abs().max())
+        check(got.shape == theirs.shape and error <= TOLERANCE and theirs.max() > 0,
+              f"{name}: {mode}-composition equals TransformerLens's all_composition_scores (largest error {error:.1e})")
+
+
 def composition_reference(W, mode):
     ov = W["V"] @ W["O"]
     qk = W["Q"] @ W["K"].transpose(-1, -2)
@@ -250,6 +294,8 @@ def main(attn):
                         ["--seq-len", "8", "--token-range", "5:12"], (False, True, "mul"))
         composition_case(attn, "gpt2 (pre-norm: ln_1 folded, W_O centred)", gpt2)
         composition_case(attn, "bert (post-norm: the weights as they are)", bert)
+        for name in ("llama3_gqa", "qwen3_norm", "gemma2_cap", "pythia_parallel"):
+            decoder_composition_case(attn, name)
         fitted_case(attn, tmp)
         # The scores mean what they say: a causal attention that is exactly the previous-token pattern
         # (TransformerLens's own check) is worth 1; here GPT-2's random heads are far from it.

@@ -294,7 +294,7 @@ TEST_CASE("ui training: a language task trains GPT-2 as the run builder does, wi
   // row L0H2 read by column L1H3 through its keys.
   const PretrainedModel trained = t.language_model_copy()->model;
   CHECK(last->head_scores[first_composition_kind + 1].data()[2 * 8 + 4 + 3] ==
-        Approx(composition_scores(trained.layers, 4, true, CompositionKind::k).at(0, 2, 1, 3)).epsilon(1e-6));
+        Approx(composition_scores(trained.layers, 4, {true, true}, CompositionKind::k).at(0, 2, 1, 3)).epsilon(1e-6));
   CHECK(last->head_scores[first_composition_kind].data()[(4 + 1) * 8 + 2] == 0.0f);  // a later head writing: none
   // A head ablated: the next-token accuracy with and without it, and on the repeated segments theirs and
   // the induction score.

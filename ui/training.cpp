@@ -377,7 +377,7 @@ void language_model_snapshot(const PretrainedModel& model, const std::vector<tra
   const CompositionKind kinds[] = {CompositionKind::q, CompositionKind::k, CompositionKind::v};
   for (size_t k = 0; k < 3; ++k)
     s.head_scores[first_composition_kind + k] =
-        as_tensor(composition_scores(model.layers, H, true, kinds[k]).scores, {L * H, L * H});
+        as_tensor(composition_scores(model.layers, H, {true, true}, kinds[k]).scores, {L * H, L * H});
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "core/model/circuits.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace attn {
@@ -62,17 +63,18 @@ std::vector<double> writing_rows(const Tensor& weight, size_t h, size_t dh, bool
   return rows;
 }
 
-std::vector<std::vector<HeadWeights>> head_weights(const std::vector<EncoderLayer>& layers, size_t H, bool pre_norm) {
+std::vector<std::vector<HeadWeights>> head_weights(const std::vector<EncoderLayer>& layers, size_t H,
+                                                   WeightProcessing processing) {
   std::vector<std::vector<HeadWeights>> all;
   for (const EncoderLayer& l : layers) {
     const size_t dh = l.query.weight.shape()[0] / H;
-    const Tensor* norm = pre_norm ? &l.norm1.weight : nullptr;
+    const Tensor* norm = processing.fold_norm ? &l.norm1.weight : nullptr;
     std::vector<HeadWeights>& heads = all.emplace_back(H);
     const size_t d = l.query.weight.shape()[1];
     for (size_t h = 0; h < H; ++h) {
       HeadWeights& w = heads[h];
       w.q = reading_rows(l.query.weight, h, dh, norm), w.k = reading_rows(l.key.weight, h, dh, norm);
-      w.v = reading_rows(l.value.weight, h, dh, norm), w.o = writing_rows(l.output.weight, h, dh, pre_norm);
+      w.v = reading_rows(l.value.weight, h, dh, norm), w.o = writing_rows(l.output.weight, h, dh, processing.centre_writing);
       w.gq = products(w.q, w.q, dh, d), w.gk = products(w.k, w.k, dh, d);
       w.gv = products(w.v, w.v, dh, d), w.go = products(w.o, w.o, dh, d);
     }
@@ -118,12 +120,12 @@ std::string composition_kind_name(CompositionKind kind) {
 
 // ‖X1·Y1ᵀ·X2·Y2ᵀ‖² = trace(Mᵀ·G1·M·G2) with M = Y1ᵀ·X2, G1 = X1ᵀ·X1 and G2 = Y2ᵀ·Y2 (all d_head square);
 // ‖X·Yᵀ‖² = trace(XᵀX·YᵀY).
-CompositionScores composition_scores(const std::vector<EncoderLayer>& layers, size_t num_heads, bool pre_norm,
+CompositionScores composition_scores(const std::vector<EncoderLayer>& layers, size_t num_heads, WeightProcessing processing,
                                      CompositionKind kind) {
   const size_t L = layers.size(), H = num_heads;
   CompositionScores out{kind, L, H, std::vector<double>(L * H * L * H, 0.0)};
   if (L == 0) return out;
-  const auto w = head_weights(layers, H, pre_norm);
+  const auto w = head_weights(layers, H, processing);
   const size_t d = layers[0].query.weight.shape()[1], dh = w[0][0].q.size() / d;
   for (size_t l1 = 0; l1 < L; ++l1)
     for (size_t h1 = 0; h1 < H; ++h1) {
@@ -139,6 +141,33 @@ CompositionScores composition_scores(const std::vector<EncoderLayer>& layers, si
         }
     }
   return out;
+}
+
+namespace {
+
+// Rows of key/value head h / g for each query head h: [n_kv·d, in] → [n·d, in] (repeat_kv on the weights).
+Tensor repeated_heads(const Tensor& weight, size_t heads, size_t group) {
+  const size_t d = weight.shape(0) / (heads / group), in = weight.shape(1);
+  Tensor out = Tensor::from_shape({heads * d, in});
+  for (size_t h = 0; h < heads; ++h) std::copy_n(weight.data() + (h / group) * d * in, d * in, out.data() + h * d * in);
+  return out;
+}
+
+}  // namespace
+
+CompositionScores decoder_composition_scores(const DecoderModel& m, CompositionKind kind) {
+  const DecoderConfig& c = m.config;
+  std::vector<EncoderLayer> layers(m.layers.size());
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const DecoderLayer& l = m.layers[i];
+    layers[i].query.weight = l.q_proj.weight;
+    layers[i].key.weight = repeated_heads(l.k_proj.weight, c.num_heads, c.group());
+    layers[i].value.weight = repeated_heads(l.v_proj.weight, c.num_heads, c.group());
+    layers[i].output.weight = l.o_proj.weight;
+    layers[i].norm1.weight = l.input_norm.weight;
+    if (c.norm == NormKind::rms_one_plus) layers[i].norm1.weight += 1.0f;  // Gemma's scale is 1 + w
+  }
+  return composition_scores(layers, c.num_heads, {true, c.norm == NormKind::layer_norm}, kind);
 }
 
 Json composition_json(const std::vector<CompositionScores>& scores) {
