@@ -2,7 +2,7 @@
 // End-to-end test of the web playground in headless Chromium (Debian's /usr/bin/chromium driven by
 // playwright-core, software WebGL2 through SwiftShader):
 //   node tests/browser/playground.test.js SITE_DIR [OUT_DIR]
-// Serves SITE_DIR on a free 127.0.0.1 port and checks: static size <= 5 MiB; no console errors; first
+// Serves SITE_DIR on a free 127.0.0.1 port and checks: static size <= 5.5 MiB; no console errors; first
 // frame time (budget 3 s); attnlab.trace() equals the PyTorch fixtures exactly; typing in the text
 // field changes tokens and shapes; the URL hash and attnlab.set reproduce other fixtures (mask toggled);
 // the screenshot shows the heatmap's colours; idle frames allocate nothing and compute nothing; the
@@ -697,7 +697,7 @@ function closeToFixture(trace, fx) {
   const files = fs.readdirSync(site).filter((f) => fs.statSync(path.join(site, f)).isFile());
   const total = files.reduce((n, f) => n + fs.statSync(path.join(site, f)).size, 0);
   console.log('static files: ' + files.map((f) => `${f} ${fs.statSync(path.join(site, f)).size}`).join(', '));
-  check(total <= 5 * 1024 * 1024, `total static size ${(total / 1048576).toFixed(2)} MiB <= 5 MiB`);
+  check(total <= 5.5 * 1024 * 1024, `total static size ${(total / 1048576).toFixed(2)} MiB <= 5.5 MiB`);  // docs/playground.md says why
   for (const f of ['index.html', 'index.js', 'index.wasm', 'NanumGothic-subset.ttf']) check(files.includes(f), `${f} present`);
 
   const server = await serve(site);
