@@ -253,25 +253,36 @@ void flow(const std::vector<Matrix>& layers, size_t S, bool every_output, Attrib
 
 // --- logit attribution (TransformerLens's apply_ln_to_stack with the cached final scale) ---
 
-// The Llama family's: the stream at the last layer is embed_tokens' output plus each layer's o_proj (its
-// heads, its bias) and MLP outputs (NeoX's parallel residual adds them too); model.norm's scale is the
-// whole stream's, RMSNorm's without centring (TransformerLens's apply_ln for RMS), LayerNorm's with.
-void decoder_logit_attribution(const DecoderModel& m, const Trace& run, Attribution& a) {
-  const DecoderConfig& c = m.config;
-  if (c.sandwich_norms || c.final_softcap > 0)
-    throw InputError("logit-attribution splits the residual stream into what each branch adds; Gemma's norms "
-                     "of each branch's output and its final cap do not add up that way");
-  const size_t H = c.hidden_size, L = m.layers.size(), n = c.num_heads, dk = c.head_dim, p = a.target.position;
-  const bool centre = c.norm == NormKind::layer_norm;
-  const float* unembed = m.lm_head.data() + size_t(a.target.id) * H;
-  const float* x = run.at(L ? "model.layers." + std::to_string(L - 1) : "model.embed_tokens").data() + p * H;
+// A pre-norm model's residual stream at the target's position, as the parts that add up to it: the
+// embeddings, then per layer each head's result z_h · W_O[h], W_O's bias and the MLP's output; and the
+// final norm that reads it (LayerNorm centres, RMSNorm does not; Gemma's weight is 1 + w).
+struct StreamParts {
+  const float* stream = nullptr;  // the last layer's output [H]
+  const LayerNorm* norm = nullptr;
+  double eps = 0, weight_offset = 0;
+  bool centre = false;
+  std::string bias_name;  // the final norm's bias component ("ln_f.bias"); empty: RMSNorm has none
+  std::vector<std::pair<std::string, const float*>> embeddings;
+  struct Layer {
+    const float* z;          // the heads' merged outputs [n·dk]
+    const Linear* output;    // W_O [H, n·dk] (out, in); its bias a component when it has one
+    const float* mlp;        // the MLP's output [H]
+  };
+  std::vector<Layer> layers;
+  size_t heads = 0, head_dim = 0;
+};
+
+// Each part's direct contribution: v goes through the final norm with the whole stream's scale
+// ((v − mean(v)) / scale for LayerNorm, v / scale for RMSNorm), then along (norm weight ⊙ W_U[target]);
+// centring the direction instead of v gives the same sum.
+void decompose(const StreamParts& s, const float* unembed, size_t H, Attribution& a) {
   double mean = 0, squares = 0;
-  for (size_t j = 0; j < H; ++j) mean += x[j] / double(H);
-  for (size_t j = 0; j < H; ++j) squares += (x[j] - (centre ? mean : 0.0)) * (x[j] - (centre ? mean : 0.0)) / double(H);
-  const double scale = std::sqrt(squares + c.rms_norm_eps), offset = c.norm == NormKind::rms_one_plus ? 1.0 : 0.0;
+  for (size_t j = 0; j < H; ++j) mean += s.centre ? s.stream[j] / double(H) : 0.0;
+  for (size_t j = 0; j < H; ++j) squares += (s.stream[j] - mean) * (s.stream[j] - mean) / double(H);
+  const double scale = std::sqrt(squares + s.eps);
   std::vector<double> d(H);
-  for (size_t j = 0; j < H; ++j) d[j] = (offset + double(m.norm.weight.data()[j])) * unembed[j];
-  const double d_mean = centre ? std::accumulate(d.begin(), d.end(), 0.0) / double(H) : 0.0;
+  for (size_t j = 0; j < H; ++j) d[j] = (s.weight_offset + double(s.norm->weight.data()[j])) * unembed[j];
+  const double d_mean = s.centre ? std::accumulate(d.begin(), d.end(), 0.0) / double(H) : 0.0;
   for (double& v : d) v = (v - d_mean) / scale;
   auto along = [&](const float* v) {
     double sum = 0;
@@ -279,25 +290,64 @@ void decoder_logit_attribution(const DecoderModel& m, const Trace& run, Attribut
     return sum;
   };
   auto add = [&](const std::string& name, double value) { a.components.push_back(name), a.contributions.push_back(value); };
-  add("embed", along(run.at("model.embed_tokens").data() + p * H));
-  for (size_t l = 0; l < L; ++l) {
-    const std::string prefix = "model.layers." + std::to_string(l) + ".", name = "L" + std::to_string(l);
-    const Linear& out = m.layers[l].o_proj;  // [H, n·dk]
-    const float* z = run.at(prefix + "self_attn.merged").data() + p * n * dk;
-    for (size_t h = 0; h < n; ++h) {
+  for (const auto& [name, v] : s.embeddings) add(name, along(v));
+  const size_t width = s.heads * s.head_dim;
+  for (size_t l = 0; l < s.layers.size(); ++l) {
+    const StreamParts::Layer& layer = s.layers[l];
+    const std::string name = "L" + std::to_string(l);
+    for (size_t h = 0; h < s.heads; ++h) {  // the head's result z_h · W_O[h], read along d
       double sum = 0;
-      for (size_t k = h * dk; k < (h + 1) * dk; ++k)
-        for (size_t j = 0; j < H; ++j) sum += double(z[k]) * out.weight.data()[j * n * dk + k] * d[j];
+      for (size_t k = h * s.head_dim; k < (h + 1) * s.head_dim; ++k)
+        for (size_t j = 0; j < H; ++j) sum += double(layer.z[k]) * layer.output->weight.data()[j * width + k] * d[j];
       add(name + "H" + std::to_string(h), sum);
     }
-    if (out.bias.dimension()) add(name + ".attn_bias", along(out.bias.data()));
-    add(name + ".mlp_out", along(run.at(prefix + "mlp.down_proj").data() + p * H));
+    if (layer.output->bias.dimension()) add(name + ".attn_bias", along(layer.output->bias.data()));
+    add(name + ".mlp_out", along(layer.mlp));
   }
-  if (centre) {
-    double bias = 0;
-    for (size_t j = 0; j < H; ++j) bias += double(m.norm.bias.data()[j]) * unembed[j];
-    add("norm.bias", bias);
+  if (s.bias_name.empty()) return;
+  double bias = 0;
+  for (size_t j = 0; j < H; ++j) bias += double(s.norm->bias.data()[j]) * unembed[j];
+  add(s.bias_name, bias);
+}
+
+// GPT-2: wte and wpe, each block's attn.merged through c_proj and its mlp.c_proj, ln_f.
+void gpt2_logit_attribution(const PretrainedModel& model, const Trace& run, Attribution& a) {
+  const size_t H = model.config.hidden_size, L = model.layers.size(), p = a.target.position;
+  StreamParts s;
+  s.stream = run.at(L ? "h." + std::to_string(L - 1) : "embeddings").data() + p * H;
+  s.norm = &model.final_norm, s.eps = model.config.layer_norm_eps, s.centre = true, s.bias_name = "ln_f.bias";
+  s.embeddings = {{"embed", run.at("wte").data() + p * H}, {"pos_embed", run.at("wpe").data() + p * H}};
+  s.heads = model.config.num_heads, s.head_dim = H / s.heads;
+  for (size_t l = 0; l < L; ++l) {
+    const std::string prefix = "h." + std::to_string(l) + ".";
+    s.layers.push_back({run.at(prefix + "attn.merged").data() + p * H, &model.layers[l].output,
+                        run.at(prefix + "mlp.c_proj").data() + p * H});
   }
+  decompose(s, model.unembedding().data() + size_t(a.target.id) * H, H, a);
+}
+
+// The Llama family: embed_tokens' output, each layer's self_attn.merged through o_proj and its
+// mlp.down_proj (NeoX's parallel residual adds them too), model.norm (RMSNorm's apply_ln does not centre,
+// TransformerLens's for RMS).
+void decoder_logit_attribution(const DecoderModel& m, const Trace& run, Attribution& a) {
+  const DecoderConfig& c = m.config;
+  if (c.sandwich_norms || c.final_softcap > 0)
+    throw InputError("logit-attribution splits the residual stream into what each branch adds; Gemma's norms "
+                     "of each branch's output and its final cap do not add up that way");
+  const size_t H = c.hidden_size, L = m.layers.size(), p = a.target.position;
+  StreamParts s;
+  s.stream = run.at(L ? "model.layers." + std::to_string(L - 1) : "model.embed_tokens").data() + p * H;
+  s.norm = &m.norm, s.eps = c.rms_norm_eps, s.centre = c.norm == NormKind::layer_norm;
+  s.weight_offset = c.norm == NormKind::rms_one_plus ? 1.0 : 0.0;
+  s.bias_name = s.centre ? "norm.bias" : "";
+  s.embeddings = {{"embed", run.at("model.embed_tokens").data() + p * H}};
+  s.heads = c.num_heads, s.head_dim = c.head_dim;
+  for (size_t l = 0; l < L; ++l) {
+    const std::string prefix = "model.layers." + std::to_string(l) + ".";
+    s.layers.push_back({run.at(prefix + "self_attn.merged").data() + p * c.num_heads * c.head_dim, &m.layers[l].o_proj,
+                        run.at(prefix + "mlp.down_proj").data() + p * H});
+  }
+  decompose(s, m.lm_head.data() + size_t(a.target.id) * H, H, a);
 }
 
 void logit_attribution(const LoadedModel& m, const Trace& run, Attribution& a) {
@@ -305,46 +355,7 @@ void logit_attribution(const LoadedModel& m, const Trace& run, Attribution& a) {
   if (!m.pretrained || m.pretrained->model.config.family != ModelFamily::gpt2)
     throw InputError("logit-attribution decomposes GPT-2's residual stream into its heads' and MLPs' outputs; the "
                      "classifier's post-norm layers and mean pooling do not add up that way");
-  const PretrainedModel& model = m.pretrained->model;
-  const size_t H = model.config.hidden_size, L = model.layers.size(), n = model.config.num_heads, dk = H / n;
-  const size_t p = a.target.position;
-  const float* unembed = model.unembedding().data() + size_t(a.target.id) * H;
-  // ln_f's scale at p, of the whole stream: √(var + eps), the same for every component.
-  const float* x = run.at(L ? "h." + std::to_string(L - 1) : "embeddings").data() + p * H;
-  double mean = 0, var = 0;
-  for (size_t j = 0; j < H; ++j) mean += x[j] / double(H);
-  for (size_t j = 0; j < H; ++j) var += (x[j] - mean) * (x[j] - mean) / double(H);
-  const double scale = std::sqrt(var + model.config.layer_norm_eps);
-  // A component v adds (v − mean(v)) / scale · (ln_f.weight ⊙ W_U[target]); centring the direction
-  // instead of v gives the same sum.
-  std::vector<double> d(H);
-  for (size_t j = 0; j < H; ++j) d[j] = double(model.final_norm.weight.data()[j]) * unembed[j];
-  const double d_mean = std::accumulate(d.begin(), d.end(), 0.0) / double(H);
-  for (double& v : d) v = (v - d_mean) / scale;
-  auto along = [&](const float* v) {
-    double s = 0;
-    for (size_t j = 0; j < H; ++j) s += v[j] * d[j];
-    return s;
-  };
-  auto add = [&](const std::string& name, double value) { a.components.push_back(name), a.contributions.push_back(value); };
-  add("embed", along(run.at("wte").data() + p * H));
-  add("pos_embed", along(run.at("wpe").data() + p * H));
-  for (size_t l = 0; l < L; ++l) {
-    const std::string prefix = "h." + std::to_string(l) + ".", name = "L" + std::to_string(l);
-    const Linear& out = model.layers[l].output;  // W_O [H, H] (out, in)
-    const float* z = run.at(prefix + "attn.merged").data() + p * H;
-    for (size_t h = 0; h < n; ++h) {  // the head's result z_h · W_O[h], read along d
-      double s = 0;
-      for (size_t k = h * dk; k < (h + 1) * dk; ++k)
-        for (size_t j = 0; j < H; ++j) s += double(z[k]) * out.weight.data()[j * H + k] * d[j];
-      add(name + "H" + std::to_string(h), s);
-    }
-    add(name + ".attn_bias", along(out.bias.data()));
-    add(name + ".mlp_out", along(run.at(prefix + "mlp.c_proj").data() + p * H));
-  }
-  double bias = 0;
-  for (size_t j = 0; j < H; ++j) bias += double(model.final_norm.bias.data()[j]) * unembed[j];
-  add("ln_f.bias", bias);
+  gpt2_logit_attribution(m.pretrained->model, run, a);
 }
 
 }  // namespace
