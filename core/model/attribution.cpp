@@ -72,14 +72,14 @@ Tensor decoder_gradients(const DecoderModel& model, const AttributionTarget& t, 
                          std::vector<double>& values) {
   const size_t B = scaled.shape(0), S = scaled.shape(1), H = scaled.shape(2);
   const Trace run = decoder_forward_embeddings(model, scaled);
-  const Tensor& logits = run.at("logits");
+  const Tensor& logits = run.at("logits");  // [B, 1, V]: the last position's
   const size_t V = logits.shape(2);
   const float* row = model.lm_head.data() + size_t(t.id) * H;
   const double cap = model.config.final_softcap;
   Tensor grad = Tensor::from_shape({B, S, H});
   grad.fill(0.0f);
   for (size_t b = 0; b < B; ++b) {
-    const double logit = logits.data()[(b * S + S - 1) * V + size_t(t.id)];
+    const double logit = logits.data()[b * V + size_t(t.id)];
     values.push_back(logit);
     const double through_cap = cap > 0 ? 1.0 - (logit / cap) * (logit / cap) : 1.0;  // d(c·tanh(z/c))/dz
     for (size_t j = 0; j < H; ++j) grad.data()[(b * S + S - 1) * H + j] = float(through_cap * row[j]);

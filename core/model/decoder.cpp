@@ -726,9 +726,18 @@ Tensor embed(const DecoderModel& m, const std::vector<int64_t>& ids, size_t batc
 
 namespace {
 
+// Each row's last position of x [B, S, H]: [B, 1, H].
+Tensor last_rows(const Tensor& x) {
+  const size_t B = x.shape(0), S = x.shape(1), H = x.shape(2);
+  Tensor out = Tensor::from_shape({B, 1, H});
+  for (size_t b = 0; b < B; ++b) std::copy_n(x.data() + (b * S + S - 1) * H, H, out.data() + b * H);
+  return out;
+}
+
 // From the embeddings on (x: embed_tokens' output, Gemma's scale applied): the rotations, the layers,
-// the final norm and the logits, into `t`.
-void run_layers(const DecoderModel& m, Tensor x, const Positions& pos, const std::vector<size_t>& lengths, Trace& t) {
+// the final norm and the logits (`last_logits`: of each row's last position alone, [B, 1, V]), into `t`.
+void run_layers(const DecoderModel& m, Tensor x, const Positions& pos, const std::vector<size_t>& lengths, Trace& t,
+                bool last_logits = false) {
   const DecoderConfig& c = m.config;
   const size_t batch = x.shape(0), seq = x.shape(1);
   t.stage("model.embed_tokens", x);
@@ -747,9 +756,10 @@ void run_layers(const DecoderModel& m, Tensor x, const Positions& pos, const std
   }
   Tensor final = norm(c, x, m.norm);
   t.stage("model.norm", final);
-  Tensor logits = logits_of(m, final);
+  Tensor logits = logits_of(m, last_logits ? last_rows(final) : final);
   t.stage("logits", logits);
-  t.record("next_token_probs", next_token_probs(logits, lengths.empty() ? std::vector<size_t>(batch, seq) : lengths));
+  const size_t rows = last_logits ? 1 : seq;
+  t.record("next_token_probs", next_token_probs(logits, lengths.empty() ? std::vector<size_t>(batch, rows) : lengths));
 }
 
 }  // namespace
@@ -774,7 +784,7 @@ Trace decoder_forward_embeddings(const DecoderModel& m, const Tensor& token_embe
     throw InputError("the token embeddings must be [batch, seq, hidden_size]");
   check_decoder_input(m, std::vector<int64_t>(batch * seq), batch, seq, 0);
   Trace t(hooks);
-  run_layers(m, scale_embeddings(m.config, token_embeddings), Positions{}, {}, t);
+  run_layers(m, scale_embeddings(m.config, token_embeddings), Positions{}, {}, t, true);
   if (hooks) hooks->check_reached(t);
   return t;
 }

@@ -124,7 +124,8 @@ Trace decoder_forward(const DecoderModel& model, const std::vector<int64_t>& ids
                       const Hooks* hooks = nullptr, KeyValueCache* cache = nullptr,
                       const std::vector<size_t>& lengths = {});
 // The same on given token embeddings [B, S, H] (what embed_tokens gives: inputs_embeds, which Gemma's
-// √hidden scale still multiplies), every row S long, no cache: attribution's scaled inputs.
+// √hidden scale still multiplies), every row S long, no cache: attribution's scaled inputs. Its logits
+// are each row's last position's alone, [B, 1, V] (the LM head is a large share of a small model).
 Trace decoder_forward_embeddings(const DecoderModel& model, const Tensor& token_embeddings, const Hooks* hooks = nullptr);
 // The attention scores' divisor: √head_dim, or Gemma's √query_pre_attn_scalar.
 float decoder_score_divisor(const DecoderConfig& config);
