@@ -60,7 +60,8 @@ std::string report(const LoadedModel& m, const ModelInput& in, const Attribution
   out += "\n" + bars(in.tokens[0], a.scores);
   if (a.method == AttributionMethod::integrated_gradients)
     out += "\n" + std::to_string(a.steps) + " Gauss-Legendre steps; F(input) " + number(a.input_value) +
-           ", F(baseline) " + number(a.baseline_value) + ", convergence delta " + number(a.delta) + "\n";
+           (a.baseline_id ? ", F(baseline: token " + std::to_string(*a.baseline_id) + ") " : ", F(baseline) ") +
+           number(a.baseline_value) + ", convergence delta " + number(a.delta) + "\n";
   return out;
 }
 
@@ -71,6 +72,7 @@ void run(const AttributeOptions& o) {
   options.method = parse_attribution_method(o.method);
   options.steps = parse_size("--steps", o.steps, 1);
   if (!o.target_id.empty()) options.target = int64_t(parse_size("--target-id", o.target_id, 0));
+  if (!o.baseline_id.empty()) options.baseline_id = int64_t(parse_size("--baseline-id", o.baseline_id, 0));
   const std::vector<std::string> sentences = o.sentence.empty() ? std::vector<std::string>{} : std::vector{o.sentence};
   const LoadedModel m = load_model(o.model, sentences);
   const ModelInput in = o.sentence.empty() ? m.from_ids({parse_id_list(o.ids, 1)}) : m.tokenize(sentences);
@@ -95,6 +97,8 @@ void add_attribute_command(CLI::App& app, AttributeOptions& o) {
   cmd->add_option("--target-id", o.target_id,
                   "GPT-2: the next token whose logit is attributed; a classifier: the class (default: the top one)");
   cmd->add_option("--steps", o.steps, "integrated gradients' Gauss-Legendre steps")->capture_default_str();
+  cmd->add_option("--baseline-id", o.baseline_id, "integrated gradients' baseline: this token's embedding at every "
+                                                  "position (default: zero embeddings)");
   cmd->add_option("--threads", o.threads, "threads the products run on, or auto: every core (the scores' bits do "
                                           "not depend on it)")->capture_default_str();
   cmd->add_flag("--json", o.json, "print the attribution as one JSON document");

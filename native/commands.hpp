@@ -79,7 +79,7 @@ void add_patch_command(CLI::App& app, PatchOptionsCli& o);
 
 struct AttributeOptions {
   ModelOptions model;
-  std::string sentence, ids, method, target_id, steps = "50", threads = "auto";
+  std::string sentence, ids, method, target_id, baseline_id, steps = "50", threads = "auto";
   bool json = false, quiet = false;
 };
 void add_attribute_command(CLI::App& app, AttributeOptions& o);

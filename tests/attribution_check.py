@@ -218,6 +218,16 @@ def decoder_case(program, name):
     with torch.no_grad():
         x = embedding(ids)
     gradient_cases(case, program, flags, ours["target"], forward, x)
+    # A token's embedding as the baseline (here id 0): no scale-invariant jump on the path, so it converges.
+    ig = attn(program, [*flags, "--method", "integrated-gradients", "--baseline-id", "0"])
+    with torch.no_grad():
+        baseline = embedding(torch.zeros_like(ids))
+    scores, at_input, at_baseline, delta = R.integrated_gradients(forward, x, 50, baseline)
+    compare(case + " baseline token 0", "integrated-gradients", ig["scores"], scores)
+    got = [ig["integrated_gradients"][k] for k in ("input_value", "baseline_value", "delta")]
+    compare(case + " baseline token 0 F(input), F(baseline), delta", "integrated-gradients", got, [at_input, at_baseline, delta])
+    check(abs(ig["integrated_gradients"]["delta"]) < 1e-2 and ig["integrated_gradients"]["baseline"] == "token 0's embedding",
+          f"{case}: integrated gradients from token 0's embedding converge (delta {ig['integrated_gradients']['delta']:.1e})")
     weights = torch.stack([stages[f"model.layers.{l}.self_attn.attn_weights"][0] for l in range(c["num_hidden_layers"])])
     attention_cases(case, program, flags, weights, [len(DECODER_IDS) - 1])
     if c["model_type"].startswith("gemma"):  # its branch norms are not additive: refused (cli.attribute_decoder_gemma)

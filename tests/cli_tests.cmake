@@ -267,6 +267,10 @@ attn_cli_case(attribute_decoder_text 0 "LlamaForCausalLM.*method: integrated-gra
               attribute --model-dir "${pre}/llama_tiny" --sentence "the cat sat" --method integrated-gradients)
 attn_cli_case(attribute_decoder_gemma 2 "Gemma's norms of each branch's output and its final cap do not add up"
               attribute --model-dir "${pre}/gemma2_cap" --ids "5 9 12" --method logit-attribution)
+attn_cli_case(attribute_baseline_method 2 "--baseline-id is integrated gradients' baseline; flow has none"
+              ${attr} --method flow --baseline-id 3)
+attn_cli_case(attribute_baseline_vocab 2 "--baseline-id 5000 is outside the vocabulary \\(317 ids\\)"
+              ${attr} --method integrated-gradients --baseline-id 5000)
 attn_cli_case(attribute_threads_zero 2 "--threads" ${attr} --method flow --threads 0)
 attn_cli_case(attribute_train 2 "attn attribute runs the model in evaluation mode: drop --train" ${attr_cls} --method rollout --train)
 

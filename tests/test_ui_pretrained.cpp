@@ -406,6 +406,15 @@ TEST_CASE("ui attributes the item shown as attn attribute does, integrated gradi
     CHECK(run.json()["method"] == attribution_method_name(method));
   }
   CHECK(run.result().shares.size() == in.seq * in.seq);  // flow's every output
+  AttributionOptions from_token;  // integrated gradients from token 3's embedding
+  from_token.steps = 20, from_token.baseline_id = 3;
+  REQUIRE(run.start(p.config(), *p.result(), 1, from_token).empty());
+  wait_for(run);
+  REQUIRE(run.has_result());
+  CHECK(run.result().scores == attribute(engine, in, from_token).scores);
+  CHECK(run.result().baseline_id == 3);
+  from_token.baseline_id = 5000;
+  CHECK(run.start(p.config(), *p.result(), 1, from_token) == format(Str::attribution_baseline_range, 5000LL, size_t(317)));
   CHECK(run.stages().layers == 2);
   AttributionOptions o;
   o.steps = 0;

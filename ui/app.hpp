@@ -280,8 +280,9 @@ class App {
   Json patching_json() const;
   // The Attribution tab (ui/app_attribution.cpp): a method on the item shown, its tokens coloured by
   // their scores, rollout's and flow's shares as a heatmap, logit attribution's layer x head heatmap (a
-  // click opens the head). settings: {method, steps, target} (JS API and tests; defaults 50 and the top one;
-  // InputError when malformed). Returns "" or why it cannot start, also the tab's message.
+  // click opens the head). settings: {method, steps, target, baseline} (JS API and tests; defaults 50, the top
+  // one and zero embeddings; InputError when malformed). Returns "" or why it cannot start, also the tab's
+  // message.
   std::string start_attribution(const Json& settings);
   void draw_attribution_view(float width);
   void draw_attribution_controls(const Computed& r);
@@ -415,7 +416,7 @@ class App {
   // result comes or the language changes): the heatmap's values ([S, S] shares or [layers, heads]
   // contributions) and labels, the caption lines, the components outside the heads (name, value, …).
   AttributionRun attribution_;
-  int attribution_method_ = 0, attribution_steps_ = 50, attribution_target_ = -1;
+  int attribution_method_ = 0, attribution_steps_ = 50, attribution_target_ = -1, attribution_baseline_ = -1;
   std::string attribution_error_;
   uint64_t attribution_version_ = 0, attribution_cache_version_ = ~uint64_t(0);
   Lang attribution_cache_lang_ = Lang::en;

@@ -31,6 +31,8 @@ std::string App::start_attribution(const Json& settings) {
                             std::begin(methods));
   if (settings.contains("steps")) attribution_steps_ = json_integer<int>(settings["steps"], "steps", 1, 10000);
   if (settings.contains("target")) attribution_target_ = json_integer<int>(settings["target"], "target", -1, 1 << 30);
+  if (settings.contains("baseline"))
+    attribution_baseline_ = json_integer<int>(settings["baseline"], "baseline", -1, 1 << 30);
   playground_.update();
   const Computed* r = playground_.result();
   if (!r) return attribution_error_ = playground_.error();
@@ -38,6 +40,7 @@ std::string App::start_attribution(const Json& settings) {
   o.method = methods[attribution_method_];
   o.steps = size_t(attribution_steps_);
   if (attribution_target_ >= 0) o.target = attribution_target_;
+  if (attribution_baseline_ >= 0) o.baseline_id = attribution_baseline_;
   attribution_error_ = attribution_.start(playground_.config(), *r, size_t(std::clamp(batch_, 0, int(r->tokens.size()) - 1)), o);
   ++attribution_version_;
   return attribution_error_;
@@ -78,9 +81,13 @@ void App::draw_attribution_controls(const Computed& r) {
     ImGui::SameLine();
     ImGui::SetNextItemWidth(140);
     ImGui::SliderInt(tr(Str::attribution_steps), &attribution_steps_, 1, 200);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(110);
+    ImGui::InputInt(tr(Str::attribution_baseline), &attribution_baseline_, 1, 10);
+    attribution_baseline_ = std::max(attribution_baseline_, -1);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(Str::attribution_baseline_tip));
   }
-  ImGui::SameLine();
-  ImGui::SetNextItemWidth(110);
+  ImGui::SetNextItemWidth(110);  // a second row: the target, the item, the button
   ImGui::InputInt(tr(Str::attribution_target), &attribution_target_, 1, 10);
   attribution_target_ = std::max(attribution_target_, -1);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tr(Str::attribution_target_tip));

@@ -21,6 +21,9 @@ void refuse_what_it_cannot_give(const attn::LoadedModel& m, AttributionOptions& 
   if (bert && gradient_or_logits) throw InputError(tr(Str::attribution_bert));
   if (bert) o.target.reset();  // nothing to name
   if (m.classifier && o.method == AttributionMethod::logit_attribution) throw InputError(tr(Str::attribution_classifier));
+  if (o.method != AttributionMethod::integrated_gradients) o.baseline_id.reset();  // the others have none
+  if (o.baseline_id && size_t(*o.baseline_id) >= m.vocab_size())
+    throw InputError(format(Str::attribution_baseline_range, (long long)*o.baseline_id, m.vocab_size()));
 }
 
 }  // namespace

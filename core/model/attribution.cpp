@@ -89,19 +89,22 @@ Tensor decoder_gradients(const DecoderModel& model, const AttributionTarget& t, 
 
 struct WeightedGradient {
   Tensor inputs;                 // x [1, S, H]
+  Tensor baseline;               // b [1, S, H]: zeros, or a token's embedding at every position
   std::vector<double> gradient;  // Σ_k weights_k · ∂F/∂x at alphas_k · x, [S · H]
   std::vector<double> values;    // F at each alphas_k · x
 };
 
-// F and its gradient on the rows alphas[b] · x of one batch; returns the gradients [B, S, H].
+// F and its gradient on the rows baseline + alphas[b] · (x − baseline) of one batch; returns the
+// gradients [B, S, H].
 Tensor batch_gradients(const LoadedModel& m, const ModelInput& in, const AttributionTarget& t, const Tensor& x,
-                       const double* alphas, size_t B, std::vector<double>& values) {
+                       const Tensor& baseline, const double* alphas, size_t B, std::vector<double>& values) {
   const size_t S = in.seq, H = x.shape(2);
   std::vector<int64_t> ids;
   Tensor scaled = Tensor::from_shape({B, S, H});
   for (size_t b = 0; b < B; ++b) {
     ids.insert(ids.end(), in.ids.begin(), in.ids.begin() + long(S));
-    for (size_t i = 0; i < S * H; ++i) scaled.data()[b * S * H + i] = float(alphas[b]) * x.data()[i];
+    for (size_t i = 0; i < S * H; ++i)
+      scaled.data()[b * S * H + i] = baseline.data()[i] + float(alphas[b]) * (x.data()[i] - baseline.data()[i]);
   }
   // The target's logit of each row, whose gradient (1 there, 0 elsewhere) the backward takes.
   auto select = [&](const Tensor& logits, size_t row_width, size_t offset) {
@@ -130,12 +133,25 @@ Tensor batch_gradients(const LoadedModel& m, const ModelInput& in, const Attribu
   return classifier_backward(model, saved, select(logits, logits.shape(1), 0), frozen);
 }
 
+// The token embeddings of `ids` (one row), as the gradient methods' x: GPT-2's and the decoders' table
+// rows, the classifier's embedding × √d_model.
+Tensor token_embeddings(const LoadedModel& m, const std::vector<int64_t>& ids) {
+  return m.decoder      ? lookup(m.decoder->embed_tokens, ids, 1, ids.size(), "token id")
+         : m.pretrained ? lookup(m.pretrained->model.word_embeddings, ids, 1, ids.size(), "token id")
+                        : embed(m.classifier->embedding, ids, 1, ids.size());
+}
+
 WeightedGradient weighted_gradient(const LoadedModel& m, const ModelInput& in, const AttributionTarget& t,
-                                   const std::vector<double>& alphas, const std::vector<double>& weights) {
+                                   const std::vector<double>& alphas, const std::vector<double>& weights,
+                                   std::optional<int64_t> baseline_id = std::nullopt) {
   WeightedGradient g;
-  g.inputs = m.decoder      ? lookup(m.decoder->embed_tokens, in.ids, 1, in.seq, "token id")
-             : m.pretrained ? lookup(m.pretrained->model.word_embeddings, in.ids, 1, in.seq, "token id")
-                            : embed(m.classifier->embedding, in.ids, 1, in.seq);
+  g.inputs = token_embeddings(m, {in.ids.begin(), in.ids.begin() + long(in.seq)});
+  if (baseline_id) {
+    g.baseline = token_embeddings(m, std::vector<int64_t>(in.seq, *baseline_id));
+  } else {
+    g.baseline = Tensor::from_shape(g.inputs.shape());
+    g.baseline.fill(0.0f);
+  }
   const size_t SH = g.inputs.size();
   g.gradient.assign(SH, 0.0);
   // Batches of equal size (52 rows: 4 of 13, not 3 of 16 and one of 4, which would run narrow products).
@@ -143,32 +159,36 @@ WeightedGradient weighted_gradient(const LoadedModel& m, const ModelInput& in, c
   const size_t rows = (alphas.size() + batches - 1) / batches;
   for (size_t first = 0; first < alphas.size(); first += rows) {
     const size_t B = std::min(rows, alphas.size() - first);
-    const Tensor grads = batch_gradients(m, in, t, g.inputs, alphas.data() + first, B, g.values);
+    const Tensor grads = batch_gradients(m, in, t, g.inputs, g.baseline, alphas.data() + first, B, g.values);
     for (size_t b = 0; b < B; ++b)
       for (size_t i = 0; i < SH; ++i) g.gradient[i] += weights[first + b] * double(grads.data()[b * SH + i]);
   }
   return g;
 }
 
-// Each token's attribution: x · gradient summed over the embedding dimension.
+// Each token's attribution: (x − baseline) · gradient summed over the embedding dimension (gradient × input:
+// the zero baseline).
 std::vector<double> token_scores(const WeightedGradient& g) {
   const size_t S = g.inputs.shape(1), H = g.inputs.shape(2);
   std::vector<double> scores(S, 0.0);
   for (size_t s = 0; s < S; ++s)
-    for (size_t d = 0; d < H; ++d) scores[s] += double(g.inputs.data()[s * H + d]) * g.gradient[s * H + d];
+    for (size_t d = 0; d < H; ++d)
+      scores[s] += double(g.inputs.data()[s * H + d] - g.baseline.data()[s * H + d]) * g.gradient[s * H + d];
   return scores;
 }
 
-// Captum's IntegratedGradients with its defaults: (x − 0) · Σ_k w_k ∂F/∂x(α_k · x) over Gauss–Legendre
-// nodes; F(x) and F(0) come from the same batches (two more rows, weighted 0) for the delta.
-void integrated_gradients(const LoadedModel& m, const ModelInput& in, size_t steps, Attribution& a) {
+// Captum's IntegratedGradients with its defaults: (x − b) · Σ_k w_k ∂F/∂x(b + α_k · (x − b)) over
+// Gauss–Legendre nodes, b zero or a token's embeddings; F(x) and F(b) come from the same batches (two more
+// rows, weighted 0) for the delta.
+void integrated_gradients(const LoadedModel& m, const ModelInput& in, const AttributionOptions& o, Attribution& a) {
+  const size_t steps = o.steps;
   std::vector<double> alphas, weights;
   gauss_legendre(steps, alphas, weights);
   alphas.push_back(1.0), alphas.push_back(0.0);
   weights.resize(alphas.size(), 0.0);
-  const WeightedGradient g = weighted_gradient(m, in, a.target, alphas, weights);
+  const WeightedGradient g = weighted_gradient(m, in, a.target, alphas, weights, o.baseline_id);
   a.scores = token_scores(g);
-  a.steps = steps;
+  a.steps = steps, a.baseline_id = o.baseline_id;
   a.input_value = g.values[steps], a.baseline_value = g.values[steps + 1];
   a.delta = std::accumulate(a.scores.begin(), a.scores.end(), 0.0) - (a.input_value - a.baseline_value);
 }
@@ -382,13 +402,18 @@ Attribution attribute(const LoadedModel& m, const ModelInput& in, const Attribut
   if (in.batch != 1) throw InputError("attribution takes one input");
   if (o.steps == 0 || o.steps > max_steps)
     throw InputError("--steps " + std::to_string(o.steps) + " is outside 1 to " + std::to_string(max_steps));
+  if (o.baseline_id && o.method != AttributionMethod::integrated_gradients)
+    throw InputError("--baseline-id is integrated gradients' baseline; " + attribution_method_name(o.method) + " has none");
+  if (o.baseline_id && (*o.baseline_id < 0 || size_t(*o.baseline_id) >= m.vocab_size()))
+    throw InputError("--baseline-id " + std::to_string(*o.baseline_id) + " is outside the vocabulary (" +
+                     std::to_string(m.vocab_size()) + " ids)");
   const Trace run = m.forward(in);
   Attribution a;
   a.method = o.method;
   a.target = choose_target(m, in, run, o);
   const size_t S = in.seq;
   switch (o.method) {
-    case AttributionMethod::integrated_gradients: integrated_gradients(m, in, o.steps, a); break;
+    case AttributionMethod::integrated_gradients: integrated_gradients(m, in, o, a); break;
     case AttributionMethod::gradient_x_input: a.scores = token_scores(weighted_gradient(m, in, a.target, {1.0}, {1.0})); break;
     case AttributionMethod::rollout:
       a.outputs = output_positions(m, S);
@@ -427,7 +452,7 @@ Json attribution_json(const LoadedModel& m, const ModelInput& in, const Attribut
     doc["rollout"] = rows;
   }
   if (a.method == AttributionMethod::integrated_gradients)
-    doc["integrated_gradients"] = {{"steps", a.steps}, {"method", "gausslegendre"}, {"baseline", "zero token embeddings"},
+    doc["integrated_gradients"] = {{"steps", a.steps}, {"method", "gausslegendre"}, {"baseline", a.baseline_id ? "token " + std::to_string(*a.baseline_id) + "'s embedding" : "zero token embeddings"},
                                    {"input_value", a.input_value}, {"baseline_value", a.baseline_value},
                                    {"delta", a.delta}};
   return doc;

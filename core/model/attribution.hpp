@@ -27,6 +27,9 @@ struct AttributionOptions {
   std::optional<int64_t> target;  // GPT-2: a token id; the classifier: a class. Default: the top one
   size_t steps = 50;              // integrated gradients' Gauss–Legendre nodes (Captum's n_steps)
   bool every_output = false;      // flow: the shares of every output position, not only those followed
+  // Integrated gradients' baseline: this token's embedding at every position (Captum's usual pad-token
+  // baseline); none: zero embeddings.
+  std::optional<int64_t> baseline_id;
 };
 
 // What is attributed: GPT-2's next-token logit at the last position, or the classifier's class logit
@@ -44,6 +47,7 @@ struct Attribution {
   std::vector<double> scores;  // per input token (every method but logit-attribution)
   // Integrated gradients: F(input), F(baseline) and the convergence delta Σ scores − (F(input) − F(baseline)).
   size_t steps = 0;
+  std::optional<int64_t> baseline_id;  // none: zero embeddings
   double input_value = 0, baseline_value = 0, delta = 0;
   // Rollout and flow: the output positions followed (scores are their mean) and the shares [S, S] (row
   // i: how much output position i draws from each input position): rollout's whole product, flow's

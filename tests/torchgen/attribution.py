@@ -21,16 +21,18 @@ import numpy as np
 import torch
 
 
-def integrated_gradients(forward, x, steps):
-    """x [1, S, H]: the input's token embeddings. Returns (scores [S], F(x), F(0), delta)."""
+def integrated_gradients(forward, x, steps, baseline=None):
+    """x [1, S, H]: the input's token embeddings; baseline the same shape (Captum's `baselines`), zeros when
+    None. Returns (scores [S], F(x), F(baseline), delta)."""
+    b = torch.zeros_like(x) if baseline is None else baseline
     nodes, w = np.polynomial.legendre.leggauss(steps)
     alphas, weights = 0.5 * (nodes + 1), 0.5 * w
-    scaled = torch.cat([0 + float(a) * (x - 0) for a in alphas]).requires_grad_()
+    scaled = torch.cat([b + float(a) * (x - b) for a in alphas]).requires_grad_()
     grads, = torch.autograd.grad(torch.unbind(forward(scaled)), scaled)
     total = (grads.reshape(steps, -1) * torch.tensor(weights).float().view(steps, 1)).sum(0).view_as(x)
-    scores = (total * (x - 0)).sum(-1)[0].double()
+    scores = (total * (x - b)).sum(-1)[0].double()
     with torch.no_grad():
-        at_input, at_baseline = float(forward(x)[0]), float(forward(torch.zeros_like(x))[0])
+        at_input, at_baseline = float(forward(x)[0]), float(forward(b)[0])
     return scores, at_input, at_baseline, float(scores.sum()) - (at_input - at_baseline)
 
 
