@@ -89,7 +89,6 @@ bool AttributionRun::poll() {
 Json AttributionRun::json() const {
   Json j = has_result_ ? attribution_json(model_, input_, result_) : Json::object();
   j["running"] = running();
-  j["error"] = error_;
   j["item"] = item_;
   if (has_result_ && !result_.shares.empty()) j["shares"] = result_.shares;
   return j;

@@ -37,7 +37,8 @@ class AttributionRun {
   const std::vector<std::string>& tokens() const { return tokens_; }  // as the UI shows them
   size_t item() const { return item_; }
   const ModelStages& stages() const { return stages_; }  // the model's layers and heads
-  // attn attribute --json's document of the last finished run (null before one), "running" added.
+  // attn attribute --json's document of the last finished run (empty before one), with "running", "item"
+  // and (rollout, flow) "shares" added.
   Json json() const;
 
  private:

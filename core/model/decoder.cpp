@@ -726,14 +726,6 @@ Tensor embed(const DecoderModel& m, const std::vector<int64_t>& ids, size_t batc
 
 namespace {
 
-// Each row's last position of x [B, S, H]: [B, 1, H].
-Tensor last_rows(const Tensor& x) {
-  const size_t B = x.shape(0), S = x.shape(1), H = x.shape(2);
-  Tensor out = Tensor::from_shape({B, 1, H});
-  for (size_t b = 0; b < B; ++b) std::copy_n(x.data() + (b * S + S - 1) * H, H, out.data() + b * H);
-  return out;
-}
-
 // From the embeddings on (x: embed_tokens' output, Gemma's scale applied): the rotations, the layers,
 // the final norm and the logits (`last_logits`: of each row's last position alone, [B, 1, V]), into `t`.
 void run_layers(const DecoderModel& m, Tensor x, const Positions& pos, const std::vector<size_t>& lengths, Trace& t,
@@ -756,7 +748,7 @@ void run_layers(const DecoderModel& m, Tensor x, const Positions& pos, const std
   }
   Tensor final = norm(c, x, m.norm);
   t.stage("model.norm", final);
-  Tensor logits = logits_of(m, last_logits ? last_rows(final) : final);
+  Tensor logits = logits_of(m, last_logits ? last_position(final) : final);
   t.stage("logits", logits);
   const size_t rows = last_logits ? 1 : seq;
   t.record("next_token_probs", next_token_probs(logits, lengths.empty() ? std::vector<size_t>(batch, rows) : lengths));

@@ -100,9 +100,6 @@ Tensor mlp_backward(const DecoderConfig& c, const DecoderLayer& l, const LayerSt
   return g_in;
 }
 
-// [B, n, S, d] → [B, S, n·d]
-Tensor merged(const Tensor& heads) { return merge_heads(heads); }
-
 // LlamaAttention backward from the gradient of o_proj's output to that of its input (the input norm's
 // output): o_proj, the heads' softmax(QKᵀ / divisor (capped, masked)) · V with grouped key/value heads
 // (each key/value head's gradient sums its query heads'), the rotation, Qwen3's and Gemma 3's q/k norms,
@@ -145,9 +142,9 @@ Tensor attention_backward(const DecoderModel& m, size_t index, const LayerStages
     dq = rms_norm_backward(at("self_attn.q_proj"), l.q_norm, c.rms_norm_eps, offset, dq);
     dk = rms_norm_backward(at("self_attn.k_proj"), l.k_norm, c.rms_norm_eps, offset, dk);
   }
-  Tensor g_in = through(merged(dq), l.q_proj);
-  add_to(g_in, through(merged(dk), l.k_proj));
-  add_to(g_in, through(merged(dv), l.v_proj));
+  Tensor g_in = through(merge_heads(dq), l.q_proj);
+  add_to(g_in, through(merge_heads(dk), l.k_proj));
+  add_to(g_in, through(merge_heads(dv), l.v_proj));
   return g_in;
 }
 

@@ -165,14 +165,6 @@ Tensor embeddings(const PretrainedModel& m, const PretrainedInput& in, const Pas
   return x;
 }
 
-// [B, S, H] → [B, 1, H]: each row's last position.
-Tensor last_position(const Tensor& x) {
-  const size_t B = x.shape(0), S = x.shape(1), H = x.shape(2);
-  Tensor last = Tensor::from_shape({B, 1, H});
-  for (size_t b = 0; b < B; ++b) std::copy_n(x.data() + (b * S + S - 1) * H, H, last.data() + b * H);
-  return last;
-}
-
 // The blocks from `first` on, ln_f and the LM head (wte, or its own when untied): the logits [B, S, V], or with a cache
 // (generation: rows of one length) or `last_logits` [B, 1, V], the last position's alone, as nanoGPT's
 // sampling computes them; the LM head is a third of GPT-2 small's weights.

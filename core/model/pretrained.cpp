@@ -217,6 +217,13 @@ Tensor add_rows(const Tensor& x, const Tensor& rows) {
 }
 
 // Rows of `table` picked by ids → [B, S, H]; an id outside the table is an InputError.
+Tensor last_position(const Tensor& x) {
+  const size_t B = x.shape(0), S = x.shape(1), H = x.shape(2);
+  Tensor last = Tensor::from_shape({B, 1, H});
+  for (size_t b = 0; b < B; ++b) std::copy_n(x.data() + (b * S + S - 1) * H, H, last.data() + b * H);
+  return last;
+}
+
 Tensor lookup(const Tensor& table, const std::vector<int64_t>& ids, size_t batch, size_t seq, const char* what) {
   const size_t h = table.shape(1);
   Tensor out = Tensor::from_shape({batch, seq, h});
