@@ -3,11 +3,17 @@
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
+#if !defined(__EMSCRIPTEN__)
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -24,7 +30,9 @@
 #include "core/io/safetensors.hpp"
 #include "core/batch/batch.hpp"
 #include "core/train/train.hpp"
+#include "core/base/bits.hpp"
 #include "core/model/attribution.hpp"
+#include "core/model/decoder.hpp"
 #include "core/model/generate.hpp"
 #include "core/train/train_lm.hpp"
 #include "core/model/patching.hpp"
@@ -464,7 +472,7 @@ void bench_attribute(Context& c) {
   for (int64_t& id : ids) id = int64_t(draw() % z.vocab);
   const ProductMode products(Rounding::exact, &c.pool);  // attn attribute's, on --threads
   Attribution a;
-  const auto run = [&] { a = attribute(m, m.from_ids({ids}), {AttributionMethod::integrated_gradients, {}, z.steps}); };
+  const auto run = [&] { a = attribute(m, m.from_ids({ids}), {AttributionMethod::integrated_gradients, {}, z.steps, false, {}}); };
   const Timing t = measure(run, c.budget);  // the median of 3 (seconds each): one sample swings by 20 % here
   // Forward and the input's backward: about twice the forward's products.
   const double d = double(z.d), S = double(z.seq), rows = double(z.steps + 2) * S;
@@ -476,10 +484,184 @@ void bench_attribute(Context& c) {
            t, flops, {{"delta", a.delta}, {"scores_fnv1a64", scores.hex()}});
 }
 
+// A SmolLM2-135M-shaped Llama (30 layers, hidden 576, 9 query heads over 3 key/value heads, MLP 1536,
+// vocabulary 49152, tied embeddings) of random bfloat16 weights (N(0, 0.02) rounded, norms 1), kept in
+// bfloat16 as a checkpoint's are, or widened to float32 (the same values).
+struct DecoderSize {
+  size_t layers, hidden, heads, kv_heads, intermediate, vocab;
+};
+
+DecoderModel random_llama(const DecoderSize& z, bool half) {
+  DecoderModel m;
+  DecoderConfig& c = m.config;
+  c.model_type = "llama", c.architecture = "LlamaForCausalLM", c.vocab_size = z.vocab, c.hidden_size = z.hidden;
+  c.num_layers = z.layers, c.intermediate_size = z.intermediate, c.max_positions = 8192, c.num_heads = z.heads;
+  c.num_kv_heads = z.kv_heads, c.head_dim = z.hidden / z.heads, c.rms_norm_eps = 1e-5, c.rope_theta = 100000;
+  c.tie_word_embeddings = true;
+  uint32_t seed = 30;
+  const auto matrix = [&](size_t out, size_t in) {
+    const std::vector<float> v = random_floats(out * in, seed++, 0.02f);
+    auto bits = std::make_shared<std::vector<uint16_t>>(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {  // round to nearest even, as torch's .to(torch.bfloat16)
+      const uint32_t x = bits_of(v[i]);
+      (*bits)[i] = uint16_t((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+    }
+    const Weight w(HalfType::bf16, {out, in}, std::shared_ptr<const uint16_t>(bits, bits->data()));
+    return half ? w : Weight(w.widened());
+  };
+  const auto norm = [&] {
+    LayerNorm n{Tensor::from_shape({z.hidden}), Tensor()};
+    std::fill(n.weight.begin(), n.weight.end(), 1.0f);
+    return n;
+  };
+  const size_t d = c.head_dim;
+  m.embed_tokens = matrix(z.vocab, z.hidden);
+  m.lm_head = m.embed_tokens;
+  for (size_t i = 0; i < z.layers; ++i) {
+    DecoderLayer l;
+    l.input_norm = norm(), l.post_attention_norm = norm();
+    l.q_proj.weight = matrix(z.heads * d, z.hidden), l.k_proj.weight = matrix(z.kv_heads * d, z.hidden);
+    l.v_proj.weight = matrix(z.kv_heads * d, z.hidden), l.o_proj.weight = matrix(z.hidden, z.heads * d);
+    l.gate_proj.weight = matrix(z.intermediate, z.hidden), l.up_proj.weight = matrix(z.intermediate, z.hidden);
+    l.down_proj.weight = matrix(z.hidden, z.intermediate);
+    m.layers.push_back(std::move(l));
+  }
+  m.norm = norm();
+  return m;
+}
+
+DecoderSize decoder_size(const Context& c) {
+  return c.options.quick ? DecoderSize{2, 64, 4, 2, 128, 1000} : DecoderSize{30, 576, 9, 3, 1536, 49152};
+}
+
+Json decoder_params(const DecoderSize& z, bool half) {
+  return {{"layers", z.layers}, {"hidden", z.hidden}, {"heads", z.heads}, {"kv_heads", z.kv_heads},
+          {"vocab", z.vocab}, {"weights", half ? "bfloat16" : "float32"}};
+}
+
+// The products of one position with `context` keys: q, k, v, o and the gated MLP, then the LM head's.
+double decoder_position_flops(const DecoderSize& z, double context, bool logits) {
+  const double H = double(z.hidden), kv = double(z.kv_heads * (z.hidden / z.heads)), I = double(z.intermediate);
+  return double(z.layers) * (2 * H * (2 * H + 2 * kv) + 6 * H * I + 4 * context * H) + (logits ? 2 * H * double(z.vocab) : 0);
+}
+
+// attn encode's forward on the Llama above, 128 tokens, the weights in bfloat16 and in float32 (what
+// products pay to widen bfloat16 while packing). PyTorch's peer: the same model in float32 (transformers'
+// eager modules, tests/torchgen/decoder.py), the logits of every position, under inference_mode.
+void bench_decoder(Context& c) {
+  const DecoderSize z = decoder_size(c);
+  const size_t seq = c.options.quick ? 16 : 128;
+  std::mt19937 draw(4);
+  std::vector<int64_t> ids(seq);
+  for (int64_t& id : ids) id = int64_t(draw() % z.vocab);
+  const ProductMode products(Rounding::exact, &c.pool);
+  for (bool half : {true, false}) {
+    const DecoderModel m = random_llama(z, half);
+    float first = 0;
+    const Timing t = measure([&] { first = decoder_forward(m, ids, 1, seq).at("logits").data()[0]; }, c.budget);
+    double flops = 0;
+    for (size_t p = 0; p < seq; ++p) flops += decoder_position_flops(z, double(p + 1), true);
+    Json params = decoder_params(z, half);
+    params["seq"] = seq;
+    c.report("decoder", params, t, flops,
+             {{"weights_mb", double(decoder_weight_bytes(m)) / 1048576.0}, {"first_logit", first}});
+  }
+}
+
+// attn generate's loop on the Llama above: a 16-token prompt, then 64 new tokens, greedy, each one
+// position through the model with the key/value heads' cache. PyTorch's peer runs the same loop on its
+// own cache (transformers' generate(use_cache=True) at its best: the last position's logits alone).
+void bench_decoder_generate(Context& c) {
+  const DecoderSize z = decoder_size(c);
+  const size_t prompt_length = c.options.quick ? 4 : 16, new_tokens = c.options.quick ? 4 : 64;
+  std::mt19937 draw(5);
+  std::vector<int64_t> prompt(prompt_length);
+  for (int64_t& id : prompt) id = int64_t(draw() % z.vocab);
+  const ProductMode products(Rounding::exact, &c.pool);  // attn generate's, on --threads
+  for (bool half : {true, false}) {
+    const DecoderModel m = random_llama(z, half);
+    std::vector<int64_t> generated;
+    const Timing t = measure(
+        [&] {
+          TokenGenerator g(causal_lm(m, nullptr, {}), prompt, new_tokens, SamplingOptions{0.0, 0, 1.0, 0});
+          while (!g.done()) g.step();
+          generated.clear();
+          for (const GeneratedToken& token : g.generation().tokens) generated.push_back(token.id);
+        },
+        c.budget);
+    double flops = 0;
+    for (size_t p = 0; p + 1 < prompt_length + new_tokens; ++p)
+      flops += decoder_position_flops(z, double(p + 1), p + 1 >= prompt_length);
+    Json params = decoder_params(z, half);
+    params["prompt"] = prompt_length, params["new_tokens"] = new_tokens;
+    batch::Fnv1a hashed;
+    hashed.update(generated.data(), generated.size() * sizeof(int64_t));
+    c.report("decoder-generate", params, t, flops,
+             {{"tokens_per_s", double(new_tokens) / median(t.seconds)}, {"ids_fnv1a64", hashed.hex()}});
+  }
+}
+
+#if !defined(__EMSCRIPTEN__)
+// The Llama above as a Hugging Face folder: config.json and a bfloat16 model.safetensors.
+void write_llama_folder(const DecoderModel& m, const std::filesystem::path& dir) {
+  const DecoderConfig& c = m.config;
+  const Json config = {{"model_type", c.model_type}, {"architectures", {c.architecture}}, {"hidden_size", c.hidden_size},
+                       {"num_hidden_layers", c.num_layers}, {"num_attention_heads", c.num_heads},
+                       {"num_key_value_heads", c.num_kv_heads}, {"intermediate_size", c.intermediate_size},
+                       {"vocab_size", c.vocab_size}, {"max_position_embeddings", c.max_positions},
+                       {"rms_norm_eps", c.rms_norm_eps}, {"rope_theta", c.rope_theta}, {"hidden_act", "silu"},
+                       {"tie_word_embeddings", true}, {"torch_dtype", "bfloat16"}};
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.json") << config.dump(2);
+  write_safetensors_weights((dir / "model.safetensors").string(), decoder_weights(m));
+}
+
+// attn encode's peak resident memory (VmHWM) on that folder with 128 token ids, a child process of this
+// program, against the checkpoint's size and the activations the trace keeps (every stage, float32).
+void bench_decoder_memory(Context& c) {
+  const DecoderSize z = decoder_size(c);
+  const size_t seq = c.options.quick ? 16 : 128;
+  const DecoderModel m = random_llama(z, true);
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("attn-bench-llama-" + std::to_string(getpid()));
+  write_llama_folder(m, dir);
+  std::string ids;
+  for (size_t i = 0; i < seq; ++i) ids += (i ? " " : "") + std::to_string((i * 7919) % z.vocab);
+  const std::vector<std::string> args = {"attn", "encode", "--model-dir", dir.string(), "--ids", ids};
+  struct rusage usage {};
+  const double start = now();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    if (!std::freopen("/dev/null", "w", stdout)) _exit(127);
+    execv("/proc/self/exe", argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  const bool ran = pid > 0 && wait4(pid, &status, 0, &usage) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  const double seconds = now() - start;
+  const double file = double(std::filesystem::file_size(dir / "model.safetensors"));
+  std::filesystem::remove_all(dir);
+  if (!ran) throw InputError("attn encode on the benchmark's bfloat16 checkpoint failed");
+  const double rss = double(usage.ru_maxrss) * 1024.0, activations = 4.0 * decoder_trace_floats(m.config, 1, seq);
+  Json params = decoder_params(z, true);
+  params["seq"] = seq;
+  c.report("decoder-memory", params, Timing{{seconds}, 0}, 0,
+           {{"peak_rss_mb", rss / 1048576.0}, {"file_mb", file / 1048576.0}, {"activations_mb", activations / 1048576.0},
+            {"rss_over_file_plus_activations", rss / (file + activations)}});
+}
+#endif
+
 const std::vector<std::pair<std::string, void (*)(Context&)>> all_cases = {
     {"tutorial", bench_tutorial}, {"sdpa", bench_sdpa},   {"mha", bench_mha},    {"encoder", bench_encoder},
     {"gemm", bench_gemm},         {"train", bench_train}, {"patch", bench_patch},  {"train-lm", bench_train_lm},
-    {"generate", bench_generate}, {"attribute", bench_attribute}};
+    {"generate", bench_generate}, {"attribute", bench_attribute}, {"decoder", bench_decoder},
+    {"decoder-generate", bench_decoder_generate},
+#if !defined(__EMSCRIPTEN__)
+    {"decoder-memory", bench_decoder_memory},
+#endif
+};
 
 // ---------------------------------------------------------------------------------------------
 // PyTorch side by side
@@ -546,6 +728,16 @@ std::string format_row(const Json& r) {
   std::string out = line;
   if (r.contains("fraction_of_peak")) out += "  " + std::to_string(int(std::lround(100 * r["fraction_of_peak"].get<double>()))) + "% of peak";
   if (r.contains("tokens_per_s")) out += "  " + std::to_string(std::lround(r["tokens_per_s"].get<double>())) + " tokens/s";
+  if (r.contains("weights_mb")) {
+    std::snprintf(line, sizeof line, "  weights %.1f MB", r["weights_mb"].get<double>());
+    out += line;
+  }
+  if (r.contains("file_mb")) {
+    std::snprintf(line, sizeof line, "  peak RSS %.1f MB = %.2fx (file %.1f MB + activations %.1f MB)",
+                  r["peak_rss_mb"].get<double>(), r["rss_over_file_plus_activations"].get<double>(),
+                  r["file_mb"].get<double>(), r["activations_mb"].get<double>());
+    out += line;
+  }
   if (r.contains("steps_per_s")) {
     std::snprintf(line, sizeof line, "  %.1f steps/s", r["steps_per_s"].get<double>());
     out += line;
@@ -584,7 +776,8 @@ void run_bench(const BenchOptions& o) {
   for (const std::string& name : o.cases)
     if (std::none_of(all_cases.begin(), all_cases.end(), [&](const auto& c) { return c.first == name; }))
       throw InputError("unknown benchmark case '" + name +
-                       "' (expected tutorial, sdpa, mha, encoder, gemm, train, patch, train-lm, generate or attribute)");
+                       "' (expected tutorial, sdpa, mha, encoder, gemm, train, patch, train-lm, generate, attribute, "
+                       "decoder, decoder-generate or decoder-memory)");
   if (!o.isa.empty()) set_kernel_isa(o.isa);
   const size_t threads = o.threads.empty() ? hardware_threads() : parse_size("--threads", o.threads, 1);
   ThreadPool pool(threads);

@@ -1,9 +1,9 @@
 #include <cstdio>
 #include <filesystem>
+#include <iomanip>
+#include <iostream>
 #include <memory>
 #include <sstream>
-
-#include <iostream>
 
 #include "core/backend/device_model.hpp"
 #include "core/base/error.hpp"
@@ -354,7 +354,10 @@ struct DecoderRun {
     std::ostringstream out;
     out << ablation_text(ablation) << c.architecture << " (" << c.model_type << "): " << c.num_layers << " layers, hidden " << c.hidden_size
         << ", " << c.num_heads << " query heads on " << c.num_kv_heads << " key/value heads of " << c.head_dim
-        << ", intermediate " << c.intermediate_size << "\n";
+        << ", intermediate " << c.intermediate_size << "; weights " << decoder_weight_dtype(model) << ", ";
+    const double bytes = double(decoder_weight_bytes(model));
+    out << std::fixed << std::setprecision(1) << (bytes < 1048576 ? bytes / 1024 : bytes / 1048576)
+        << (bytes < 1048576 ? " KB" : " MB") << " in memory\n" << std::defaultfloat;
     if (!model.ignored.empty()) {
       out << "not part of the model (ignored):";
       for (const std::string& name : model.ignored) out << " " << name;
@@ -377,6 +380,7 @@ struct DecoderRun {
                   {"num_key_value_heads", c.num_kv_heads}, {"head_dim", c.head_dim}, {"num_layers", c.num_layers},
                   {"intermediate_size", c.intermediate_size}, {"max_positions", c.max_positions},
                   {"key_value_head_of_query_head", kv_head_of}}},
+                {"weights", {{"dtype", decoder_weight_dtype(model)}, {"bytes", decoder_weight_bytes(model)}}},
                 {"ignored", model.ignored},
                 {"input_ids", rows},
                 {"lengths", lengths}};

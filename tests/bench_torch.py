@@ -269,7 +269,7 @@ def torchgen(name):
     spec = importlib.util.spec_from_file_location(f"fixture_{name}", pathlib.Path(__file__).with_name("torchgen") / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    module.rec = lambda name, t: None
+    module.rec = lambda name, t: t
     return module
 
 
@@ -315,6 +315,20 @@ def bench_patch(args):
     return [result("patch", params, samples, extra, flops, runs=runs)]
 
 
+def measure_greedy(forward, layers, prompt, new, budget):
+    """Times greedy generation: forward(ids, past, start) runs the prompt once, then each new token one
+    position, `past` holding every layer's cached keys and values."""
+    def run():
+        past = [None] * layers
+        logits = forward(prompt, past, 0)
+        for n in range(new):
+            token = logits[0, -1].argmax()
+            if n + 1 < new:
+                logits = forward(token.view(1, 1), past, prompt.size(1) + n)
+    with torch.inference_mode():
+        return measure(run, budget)
+
+
 def bench_generate(args):
     """attn generate's loop as transformers' generate(use_cache=True) runs GPT-2, at its best: the prompt
     once, then each new token one position through the model (tests/torchgen's GPT2LMHeadModel's modules,
@@ -350,15 +364,7 @@ def bench_generate(args):
             h = h + block.mlp(block.ln_2(h), "")
         return torch.nn.functional.linear(tr.ln_f(h[:, -1:]), tr.wte.weight)
 
-    def run():
-        past = [None] * layers
-        logits = forward(prompt, past, 0)
-        for n in range(new):
-            token = logits[0, -1].argmax()
-            if n + 1 < new:
-                logits = forward(token.view(1, 1), past, prompt_len + n)
-    with torch.inference_mode():
-        samples, extra = measure(run, args.budget)
+    samples, extra = measure_greedy(forward, layers, prompt, new, args.budget)
     flops = sum(layers * (24 * d * d + 4 * (position + 1) * d) + (2 * d * vocab if position + 1 >= prompt_len else 0)
                 for position in range(prompt_len + new - 1))
     params = {"layers": layers, "heads": heads, "d_model": d, "vocab": vocab, "prompt": prompt_len, "new_tokens": new}
@@ -400,9 +406,84 @@ def bench_attribute(args):
     return [result("attribute", params, samples, extra, flops)]
 
 
+def llama(args):
+    """attn bench's SmolLM2-135M-shaped Llama (tests/torchgen/decoder.py's modules, transformers' eager
+    math) in float32, its weights N(0, 0.02) rounded to bfloat16 (the values a bfloat16 checkpoint holds),
+    norms 1; with the params attn reports for both its weight types (PyTorch computes float32 either way)."""
+    D = torchgen("decoder")
+    layers, hidden, heads, kv, inter, vocab = (2, 64, 4, 2, 128, 1000) if args.quick else (30, 576, 9, 3, 1536, 49152)
+    c = {"model_type": "llama", "hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": heads,
+         "num_key_value_heads": kv, "head_dim": hidden // heads, "intermediate_size": inter, "vocab_size": vocab,
+         "max_position_embeddings": 8192, "rms_norm_eps": 1e-5, "rope_theta": 100000.0, "tie_word_embeddings": True}
+    model = D.LlamaForCausalLM(c).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" not in name:
+                p.copy_(torch.randn_like(p).mul_(0.02).to(torch.bfloat16).float())
+    params = [{"layers": layers, "hidden": hidden, "heads": heads, "kv_heads": kv, "vocab": vocab, "weights": w}
+              for w in ("bfloat16", "float32")]
+    return D, c, model, params
+
+
+def decoder_position_flops(c, context, logits):
+    H, kv, I = c["hidden_size"], c["num_key_value_heads"] * c["head_dim"], c["intermediate_size"]
+    return c["num_hidden_layers"] * (2 * H * (2 * H + 2 * kv) + 6 * H * I + 4 * context * H) + (2 * H * c["vocab_size"] if logits else 0)
+
+
+def bench_decoder(args):
+    """The Llama's forward on 128 tokens, every position's logits, as LlamaForCausalLM computes them."""
+    D, c, model, params = llama(args)
+    seq = 16 if args.quick else 128
+    ids = torch.randint(0, c["vocab_size"], (1, seq))
+    with torch.inference_mode():
+        samples, extra = measure(lambda: model(ids), args.budget)
+    flops = sum(decoder_position_flops(c, p + 1, True) for p in range(seq))
+    return [result("decoder", dict(p, seq=seq), samples, extra, flops) for p in params]
+
+
+def bench_decoder_generate(args):
+    """attn generate's loop on the Llama as transformers' generate(use_cache=True) runs it at its best: the
+    prompt once, then each new token one position through the modules with the key/value heads cached
+    (repeat_kv at use), the last position's logits only; greedy; 16 prompt tokens, 64 new ones."""
+    D, c, model, params = llama(args)
+    prompt_len, new = (4, 4) if args.quick else (16, 64)
+    inner, groups = model.model, c["num_attention_heads"] // c["num_key_value_heads"]
+    prompt = torch.randint(0, c["vocab_size"], (1, prompt_len))
+
+    def attend(a, h, cos, sin, past, i, start):
+        B, S, _ = h.shape
+        shape = (B, S, -1, c["head_dim"])
+        q, k = a.q_proj(h).view(shape).transpose(1, 2), a.k_proj(h).view(shape).transpose(1, 2)
+        v = a.v_proj(h).view(shape).transpose(1, 2)
+        q, k = D.apply_rotary_pos_emb(q, k, cos, sin)
+        if past[i] is not None:
+            k, v = torch.cat([past[i][0], k], dim=-2), torch.cat([past[i][1], v], dim=-2)
+        past[i] = (k, v)
+        w = torch.matmul(q, D.repeat_kv(k, groups).transpose(2, 3)) * a.scaling
+        if S > 1:
+            w = w + D.causal_mask(S, None)
+        o = torch.matmul(torch.softmax(w, dim=-1, dtype=torch.float32), D.repeat_kv(v, groups))
+        return a.o_proj(o.transpose(1, 2).reshape(B, S, -1))
+
+    def forward(ids, past, start):
+        h = inner.embed_tokens(ids)
+        cos, sin = inner.rotary_emb(torch.arange(start, start + ids.size(1))[None])
+        for i, layer in enumerate(inner.layers):
+            h = h + attend(layer.self_attn, layer.input_layernorm(h), cos, sin, past, i, start)
+            h = h + layer.mlp(layer.post_attention_layernorm(h))
+        return model.lm_head(inner.norm(h[:, -1:]))
+
+    samples, extra = measure_greedy(forward, c["num_hidden_layers"], prompt, new, args.budget)
+    flops = sum(decoder_position_flops(c, p + 1, p + 1 >= prompt_len) for p in range(prompt_len + new - 1))
+    return [result("decoder-generate", dict(p, prompt=prompt_len, new_tokens=new), samples, extra, flops,
+                   tokens_per_s=new / statistics.median(samples)) for p in params]
+
+
 CASES = {"tutorial": bench_tutorial, "sdpa": bench_sdpa, "mha": bench_mha, "encoder": bench_encoder,
          "gemm": bench_gemm, "train": bench_train, "patch": bench_patch, "train-lm": bench_train_lm,
-         "generate": bench_generate, "attribute": bench_attribute}
+         "generate": bench_generate, "attribute": bench_attribute, "decoder": bench_decoder,
+         "decoder-generate": bench_decoder_generate,
+         "decoder-memory": lambda args: []}  # no peer: attn encode's peak memory is measured against the file's size
 
 
 def blas_description():

@@ -81,9 +81,9 @@ attn_cli_case(encode_gpt2_by_name 0 "\"next_tokens\":\\[\\[\\{\"id\":[0-9]+,\"to
               --vocab "${pre}/gpt2_tiny/vocab.json" --merges "${pre}/gpt2_tiny/merges.txt" --sentence "the dog" --json)
 # The Llama family's decoder (tests/torchgen/decoder.py): token ids, or sentences through the folder's
 # tokenizer.json (llama_tiny's is shaped as Llama 2's: <s> from its post-processor, ▁ for spaces).
-attn_cli_case(decoder_encode 0 "LlamaForCausalLM \\(llama\\): 2 layers, hidden 32, 4 query heads on 2 key/value heads of 8.*model.layers.1.self_attn.keys_rotated torch.Size\\(\\[2, 2, 4, 8\\]\\).*logits torch.Size\\(\\[2, 4, 64\\]\\).*next token after sequence 2:\n +0\\.[0-9]+ +[0-9]+\n"
+attn_cli_case(decoder_encode 0 "LlamaForCausalLM \\(llama\\): 2 layers, hidden 32, 4 query heads on 2 key/value heads of 8, intermediate 48; weights float32, [0-9.]+ KB in memory\n.*model.layers.1.self_attn.keys_rotated torch.Size\\(\\[2, 2, 4, 8\\]\\).*logits torch.Size\\(\\[2, 4, 64\\]\\).*next token after sequence 2:\n +0\\.[0-9]+ +[0-9]+\n"
               encode --model-dir "${pre}/llama3_gqa" --ids "5 17 42 3" --ids "1 2 3 4" --top-k 2)
-attn_cli_case(decoder_json 0 "^\\{\"family\":\"qwen3\",\"architecture\":\"Qwen3ForCausalLM\".*\"key_value_head_of_query_head\":\\[0,0,1,1\\].*\"name\":\"model.layers.0.self_attn.q_norm\",\"shape\":\\[1,4,3,16\\]"
+attn_cli_case(decoder_json 0 "^\\{\"family\":\"qwen3\",\"architecture\":\"Qwen3ForCausalLM\".*\"key_value_head_of_query_head\":\\[0,0,1,1\\].*\"weights\":\\{\"dtype\":\"bfloat16\",\"bytes\":[0-9]+\\}.*\"name\":\"model.layers.0.self_attn.q_norm\",\"shape\":\\[1,4,3,16\\]"
               encode --model-dir "${pre}/qwen3_norm" --ids "1 2 3" --json)
 # Gemma 2 (sandwich norms, soft caps) and GPT-NeoX from two shards (model.safetensors.index.json).
 attn_cli_case(decoder_gemma2 0 "^Gemma2ForCausalLM \\(gemma2\\): 3 layers, hidden 32, 4 query heads on 2 key/value heads of 16.*model.layers.2.post_feedforward_layernorm torch.Size\\(\\[1, 3, 32\\]\\).*logits torch.Size\\(\\[1, 3, 64\\]\\)"

@@ -4,6 +4,7 @@
 // pretrained checkpoints' tolerance, the config's spellings, and the messages for configs, tensors,
 // shards and inputs that do not fit.
 #include <filesystem>
+#include <cstring>
 #include <fstream>
 
 #include "core/base/error.hpp"
@@ -151,10 +152,10 @@ TEST_CASE("decoder configs that cannot run are InputErrors naming the file and k
 
 TEST_CASE("decoder tensors that do not fit their config name every tensor", "[decoder]") {
   const DecoderConfig config = decoder_config_from_json(config_json("qwen2_bias"), "config.json");
-  std::vector<NamedTensor> tensors = read_safetensors(dir + "qwen2_bias/model.safetensors");
+  std::vector<NamedWeight> tensors = read_safetensors_weights(dir + "qwen2_bias/model.safetensors");
   tensors.erase(std::find_if(tensors.begin(), tensors.end(),
-                             [](const NamedTensor& t) { return t.name == "model.layers.1.self_attn.k_proj.bias"; }));
-  for (NamedTensor& t : tensors)
+                             [](const NamedWeight& t) { return t.name == "model.layers.1.self_attn.k_proj.bias"; }));
+  for (NamedWeight& t : tensors)
     if (t.name == "model.layers.0.mlp.up_proj.weight") t.value = Tensor::from_shape({3, config.hidden_size});
   const std::string what = error_of([&] { load_decoder(config, tensors, "model.safetensors"); });
   CHECK_THAT(what, Catch::Contains("model.safetensors does not fit its qwen2 config"));
@@ -162,8 +163,8 @@ TEST_CASE("decoder tensors that do not fit their config name every tensor", "[de
   CHECK_THAT(what, Catch::Contains("model.layers.0.mlp.up_proj.weight has shape [3, 32], the config needs [48, 32]"));
   // Untied: lm_head.weight is needed.
   const DecoderConfig untied = decoder_config_from_json(config_json("llama_tiny"), "config.json");
-  std::vector<NamedTensor> llama = read_safetensors(dir + "llama_tiny/model.safetensors");
-  llama.erase(std::find_if(llama.begin(), llama.end(), [](const NamedTensor& t) { return t.name == "lm_head.weight"; }));
+  std::vector<NamedWeight> llama = read_safetensors_weights(dir + "llama_tiny/model.safetensors");
+  llama.erase(std::find_if(llama.begin(), llama.end(), [](const NamedWeight& t) { return t.name == "lm_head.weight"; }));
   CHECK_THAT(error_of([&] { load_decoder(untied, llama, "model.safetensors"); }),
              Catch::Contains("lm_head.weight is missing"));
   // A config claiming more layers than the file could hold is refused before anything is sized by it.
@@ -175,17 +176,17 @@ TEST_CASE("decoder tensors that do not fit their config name every tensor", "[de
 
 TEST_CASE("decoder tensors of GPT-NeoX: the fused query_key_value and biased norms checked by shape", "[decoder]") {
   const DecoderConfig config = decoder_config_from_json(config_json("neox_sequential"), "config.json");
-  std::vector<NamedTensor> tensors = read_safetensors(dir + "neox_sequential/model.safetensors");
-  for (NamedTensor& t : tensors)
+  std::vector<NamedWeight> tensors = read_safetensors_weights(dir + "neox_sequential/model.safetensors");
+  for (NamedWeight& t : tensors)
     if (t.name == "gpt_neox.layers.1.attention.query_key_value.weight") t.value = Tensor::from_shape({32, 32});
   tensors.erase(std::find_if(tensors.begin(), tensors.end(),
-                             [](const NamedTensor& t) { return t.name == "gpt_neox.final_layer_norm.bias"; }));
+                             [](const NamedWeight& t) { return t.name == "gpt_neox.final_layer_norm.bias"; }));
   const std::string what = error_of([&] { load_decoder(config, tensors, "model.safetensors"); });
   CHECK_THAT(what, Catch::Contains("gpt_neox.layers.1.attention.query_key_value.weight has shape [32, 32], the config "
                                    "needs [96, 32]"));
   CHECK_THAT(what, Catch::Contains("gpt_neox.final_layer_norm.bias is missing"));
   // A Llama-layout checkpoint under a NeoX config names every tensor NeoX needs.
-  CHECK_THAT(error_of([&] { load_decoder(config, read_safetensors(dir + "llama_tiny/model.safetensors"), "m"); }),
+  CHECK_THAT(error_of([&] { load_decoder(config, read_safetensors_weights(dir + "llama_tiny/model.safetensors"), "m"); }),
              Catch::Contains("embed_out.weight is missing"));
 }
 
@@ -259,6 +260,96 @@ TEST_CASE("decoder views: rotary pairs add up to the scores stage, by_distance m
         for (double share : row) CHECK((share > 0 && share <= 1));
       CHECK_THAT(error_of([&] { rotary_splits(model, trace, 0, 1, 2, 8); }), Catch::Contains("KEY <= QUERY < 5"));
       CHECK_THAT(error_of([&] { rotary_splits(model, trace, 1, 1, 0, 8); }), Catch::Contains("row 1"));
+    }
+  }
+}
+
+namespace {
+
+// A float16 copy of a float32 fixture's weights (rounded by the compiler's _Float16, to nearest even),
+// written as one model.safetensors.
+std::string float16_copy(const std::string& model) {
+  std::vector<NamedWeight> weights;
+  for (const NamedTensor& t : read_checkpoint(pretrained_files_in(dir + model).weights, nullptr)) {
+    auto bits = std::make_shared<std::vector<uint16_t>>();
+    for (float x : t.value) {
+      const _Float16 h = static_cast<_Float16>(x);
+      bits->push_back(0);
+      std::memcpy(&bits->back(), &h, sizeof h);
+    }
+    weights.push_back({t.name, Weight(HalfType::f16, Shape(t.value.shape().begin(), t.value.shape().end()),
+                                      std::shared_ptr<const uint16_t>(bits, bits->data()))});
+  }
+  const std::string path = (std::filesystem::temp_directory_path() / ("attn_f16_" + model + ".safetensors")).string();
+  write_safetensors_weights(path, weights);
+  return path;
+}
+
+// Every stage of two runs, bit for bit.
+void same_stages(const Trace& a, const Trace& b) {
+  REQUIRE(a.stages().size() == b.stages().size());
+  for (size_t i = 0; i < a.stages().size(); ++i) {
+    INFO(a.stages()[i].name);
+    const Tensor &x = a.stages()[i].value, &y = b.stages()[i].value;
+    REQUIRE(x.size() == y.size());
+    CHECK(std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("half-precision decoder checkpoints stay half precision and compute the widened model's bits", "[decoder]") {
+  // Gemma 3 and Qwen3 are stored in bfloat16; Llama and Pythia (NeoX's fused query_key_value, sharded) in a
+  // float16 copy made here.
+  for (const char* name : {"qwen3_norm", "gemma3_local", "llama_tiny", "pythia_parallel"}) {
+    SECTION(name) {
+      const DecoderConfig config = decoder_config_from_json(config_json(name), "config.json");
+      const bool copied = std::string(name) == "llama_tiny" || std::string(name) == "pythia_parallel";
+      const std::string path = copied ? float16_copy(name) : pretrained_files_in(dir + name).weights;
+      const DecoderModel half = read_decoder_weights(config, path, name);
+      const DecoderModel widened = read_decoder_weights(config, path, name, nullptr, true);
+      CHECK(half.layers[1].v_proj.weight.half());
+      CHECK(half.layers[1].v_proj.weight.half_type() == (copied ? HalfType::f16 : HalfType::bf16));
+      CHECK_FALSE(widened.layers[1].v_proj.weight.half());
+      // Only the norms and biases are widened: the matrices take 2 bytes a value.
+      size_t values = 0;
+      for_each_tensor(half, [&](const void*, size_t, size_t n) { values += n; });
+      CHECK(decoder_weight_bytes(widened) == 4 * values);
+      CHECK(double(decoder_weight_bytes(half)) < 0.52 * double(decoder_weight_bytes(widened)));
+      const std::vector<int64_t> ids = {5, 17, 42, 3, 60, 8, 29, 11, 1, 33, 2, 63, 14, 14, 50, 7};
+      same_stages(decoder_forward(half, ids, 2, 8), decoder_forward(widened, ids, 2, 8));
+      // Generation: a cached prefix, then one token (a row times each weight, read where it lies).
+      KeyValueCache cache_half, cache_widened;
+      decoder_forward(half, {5, 17, 42}, 1, 3, nullptr, &cache_half);
+      decoder_forward(widened, {5, 17, 42}, 1, 3, nullptr, &cache_widened);
+      same_stages(decoder_forward(half, {3}, 1, 1, nullptr, &cache_half),
+                  decoder_forward(widened, {3}, 1, 1, nullptr, &cache_widened));
+      // The backward's products take the weights untransposed.
+      const Trace run = decoder_forward(half, ids, 2, 8);
+      const Tensor& normed = run.at("model.norm");
+      const Tensor g_half = decoder_input_gradient(half, run, normed);
+      const Tensor g_widened = decoder_input_gradient(widened, run, normed);
+      CHECK(std::memcmp(g_half.data(), g_widened.data(), g_half.size() * sizeof(float)) == 0);
+    }
+  }
+}
+
+TEST_CASE("a decoder's state_dict is the checkpoint's tensors, NeoX's query_key_value fused again", "[decoder]") {
+  for (const char* name : {"llama_tiny", "qwen2_bias", "gemma3_local", "pythia_parallel", "neox_sequential"}) {
+    SECTION(name) {
+      const std::vector<NamedTensor> file = read_checkpoint(pretrained_files_in(dir + name).weights, nullptr);
+      std::map<std::string, const Tensor*> by_name;
+      for (const NamedTensor& t : file) by_name[t.name] = &t.value;
+      const DecoderModel model = fixture_model(name);
+      const std::vector<NamedTensor> state = decoder_state_dict(model);
+      CHECK(state.size() + model.ignored.size() == file.size());  // every tensor the model uses
+      for (const NamedTensor& t : state) {
+        INFO(t.name);
+        REQUIRE(by_name.count(t.name));
+        const Tensor& stored = *by_name[t.name];
+        REQUIRE(stored.shape() == t.value.shape());
+        CHECK(std::memcmp(stored.data(), t.value.data(), stored.size() * sizeof(float)) == 0);
+      }
     }
   }
 }

@@ -2,10 +2,13 @@
 // (1, 3, 17, sizes that are no multiple of the vector width or of the blocking), on every instruction
 // set this CPU has; the exact-rounding multiply against the PyTorch-order loop bit for bit; thread-count
 // independence; and the whole model on the CPU backend against PyTorch's fixtures.
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <numeric>
 #include <random>
 #include <thread>
 #include <vector>
@@ -75,6 +78,14 @@ const Product products[] = {
 size_t a_size(const Product& p) { return (p.m + 3) * (p.k + 3); }
 float a_at(const Gemm& g, const std::vector<float>& a, size_t i, size_t q) {
   return g.a_transposed ? a[q * g.lda + i] : a[i * g.lda + q];
+}
+
+// Bit for bit, a NaN matching any NaN: which operand's payload a sum passes on is the compiler's choice
+// (it may swap an addition's operands), so payloads differ between two instantiations of one loop.
+bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
+  for (size_t i = 0; i < x.size(); ++i)
+    if (std::memcmp(&x[i], &y[i], sizeof(float)) != 0 && !(std::isnan(x[i]) && std::isnan(y[i]))) return false;
+  return x.size() == y.size();
 }
 
 }  // namespace
@@ -279,6 +290,59 @@ TEST_CASE("a B packed once gives the bits of packing it in every call", "[fast_k
   }
   g.k = 63;
   CHECK_THROWS_AS(gemm(g), InputError);
+}
+
+// A half-precision B (a bfloat16 or float16 weight, widened while packed or read) against the same product
+// on B widened by core/base/half.hpp's scalar conversion: the same bits, on every path (tiny products, a
+// row times a weight, blocked; B transposed or not), rounding and instruction set.
+TEST_CASE("a half-precision B gives the bits of the product on the widened B", "[fast_kernels]") {
+  ThreadPool pool(2);
+  const std::string best = kernel_isa();
+  std::vector<Product> shapes(std::begin(products), std::end(products));
+  shapes.push_back({5, 4100, 600, true, true, true});
+  std::mt19937 gen(21);
+  for (const std::string& isa : isas()) {
+    set_kernel_isa(isa);
+    for (HalfType type : {HalfType::bf16, HalfType::f16})
+      for (const Product& p : shapes)
+        for (Rounding rounding : {Rounding::fused, Rounding::exact}) {
+          INFO(isa << " " << half_name(type) << " m " << p.m << " n " << p.n << " k " << p.k);
+          std::vector<uint16_t> bits((p.transposed ? p.n : p.k) * (p.n + p.k + 1));
+          for (uint16_t& h : bits) {  // finite values of every magnitude, subnormals included
+            h = uint16_t(gen());
+            if (std::isinf(from_half(type, h)) || std::isnan(from_half(type, h))) h &= 0x83FF;
+          }
+          std::vector<float> widened(bits.size());
+          std::transform(bits.begin(), bits.end(), widened.begin(), [&](uint16_t h) { return from_half(type, h); });
+          const auto a = random_floats(a_size(p), 22);
+          std::vector<float> c = random_floats(p.m * (p.n + 2), 23), half = c;
+          Gemm g = gemm_of(p, a, widened, c);
+          g.rounding = rounding;
+          gemm(g, &pool);
+          g.c = half.data(), g.b = nullptr, g.b_half = bits.data(), g.b_half_type = type;
+          gemm(g, &pool);
+          CHECK(same_bits(half, c));
+        }
+    // Every 16-bit pattern (infinities, NaNs, subnormals, −0) through the vector conversions: B [64, 1024].
+    for (HalfType type : {HalfType::bf16, HalfType::f16})
+      for (bool transposed : {false, true}) {
+        INFO(isa << " " << half_name(type) << " every pattern, transposed " << transposed);
+        std::vector<uint16_t> bits(65536);
+        std::iota(bits.begin(), bits.end(), 0);
+        std::vector<float> widened(bits.size());
+        std::transform(bits.begin(), bits.end(), widened.begin(), [&](uint16_t h) { return from_half(type, h); });
+        const Product p{1, 1024, 64, transposed, false, false};
+        std::vector<float> a(a_size(p), 0.0f), c(p.n + 2), half(p.n + 2);
+        a[5] = 1.0f;  // C's row is B's row 5 (B's column 5 transposed) times one, plus zeros
+        Gemm g = gemm_of(p, a, widened, c);
+        g.ldb = transposed ? p.k : p.n;
+        gemm(g);
+        g.c = half.data(), g.b = nullptr, g.b_half = bits.data(), g.b_half_type = type;
+        gemm(g);
+        CHECK(same_bits(half, c));
+      }
+  }
+  set_kernel_isa(best);
 }
 
 // Jobs back to back (the workers still spinning from the last one) and after a pause (asleep): every

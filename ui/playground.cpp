@@ -701,7 +701,7 @@ void compute_decoder(const LoadedModel& loaded, const PlaygroundConfig& c, Compu
   out.pe_table = reshaped(angles, {angles.shape(1), angles.shape(2)});
   out.positions = Computed::Positions::rotary;
   size_t parameters = 0;
-  for_each_tensor(*loaded.decoder, [&](const Tensor& w) { parameters += w.size(); });
+  for_each_tensor(*loaded.decoder, [&](const void*, size_t, size_t values) { parameters += values; });
   out.parameter_count = parameters;
   // attn encode --json's document (less its next_tokens and config), transformers' tokens in it.
   std::vector<std::vector<int64_t>> rows;

@@ -524,7 +524,7 @@ Json model_identity(const LoadedModel& checkpoint) {
   if (checkpoint.pretrained) return model_identity(*checkpoint.pretrained);
   const DecoderModel& m = *checkpoint.decoder;
   Fnv1a h;
-  for_each_tensor(m, [&](const Tensor& t) { h.update(t.data(), t.size() * sizeof(float)); });
+  for_each_tensor(m, [&](const void* data, size_t bytes, size_t) { h.update(data, bytes); });
   Json tokens = nullptr;
   if (const JsonTokenizer* t = checkpoint.decoder_tokenizer.get()) {
     Fnv1a hashed;

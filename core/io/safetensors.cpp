@@ -1,6 +1,10 @@
 #include "core/io/safetensors.hpp"
 
-#include <unistd.h>  // getpid
+#include <fcntl.h>
+#include <unistd.h>  // getpid, close
+#if !defined(__EMSCRIPTEN__)
+#include <sys/mman.h>
+#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -9,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
@@ -16,6 +21,7 @@
 #include <tuple>
 
 #include "core/base/error.hpp"
+#include "core/base/half.hpp"
 #include "core/base/json.hpp"
 #include "core/base/memory.hpp"
 #include "core/text/tokenizer.hpp"
@@ -39,27 +45,9 @@ std::string entry(const std::string& key) {
   return key == metadata_key ? std::string(metadata_key) + ": " : "tensor '" + key + "': ";
 }
 
-float float_from_bits(uint32_t bits) {
-  float f = 0;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-// Conversions to float32, bit for bit as PyTorch's `.float()` does them.
+// Conversions to float32, bit for bit as PyTorch's `.float()` does them (core/base/half.hpp).
 float from_f32(float f) { return f; }
 float from_f64(double d) { return static_cast<float>(d); }  // round to nearest even, overflow to inf
-float from_bf16(uint16_t b) { return float_from_bits(uint32_t(b) << 16); }
-float from_f16(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1Fu, mantissa = h & 0x3FFu;
-  if (exponent == 0) {  // zero or subnormal: mantissa × 2^-24 is exact in float32
-    const float magnitude = std::ldexp(float(mantissa), -24);
-    return sign ? -magnitude : magnitude;
-  }
-  // inf and NaN; PyTorch converts through a float multiply, which quiets signalling NaNs.
-  if (exponent == 31)
-    return float_from_bits(sign | 0x7F800000u | (mantissa << 13) | (mantissa ? 0x400000u : 0));
-  return float_from_bits(sign | ((exponent + 112) << 23) | (mantissa << 13));
-}
 
 // Converts `count` little-endian values (memcpy: the data need not be aligned).
 template <class Raw, float (*convert)(Raw)>
@@ -234,29 +222,76 @@ void read_in_pieces(const std::string& path, const Entry& e, std::ifstream& in, 
 // F32 data is read straight into its tensor (the format is little-endian, as are the hosts this builds
 // for); the other dtypes through a buffer, then converted.
 bool read_directly(const Entry& e) { return e.dtype == &supported_dtypes[0]; }
+bool is_half(const Entry& e) { return e.dtype == &supported_dtypes[1] || e.dtype == &supported_dtypes[2]; }
+HalfType half_type(const Entry& e) { return e.dtype == &supported_dtypes[1] ? HalfType::f16 : HalfType::bf16; }
 
-// Reads the tensors, which follow one another from `data_start` once check_layout has passed.
-std::vector<NamedTensor> read_data(const std::string& path, std::ifstream& in, uint64_t data_start,
+// The file's bytes mapped read-only (natively), for half-precision tensors to be used where they lie.
+std::shared_ptr<const char> map_file(const std::string& path, uint64_t size) {
+#if defined(__EMSCRIPTEN__)
+  (void)path, (void)size;
+  return nullptr;  // MEMFS would copy the file: the tensors are read into buffers instead
+#else
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(path, "cannot open it");
+  void* at = mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (at == MAP_FAILED) return nullptr;  // read into buffers instead
+  return std::shared_ptr<const char>(static_cast<const char*>(at),
+                                     [size](const char* p) { munmap(const_cast<char*>(p), static_cast<size_t>(size)); });
+#endif
+}
+
+// A half-precision tensor's bits where they lie in the mapping (2-byte aligned there), else read.
+Weight half_weight(const std::string& path, const Entry& e, std::ifstream& in, uint64_t data_start,
+                   const std::shared_ptr<const char>& mapping, uint64_t& done, uint64_t total,
+                   const ReadProgress& progress) {
+  const uint64_t at = data_start + e.begin, n = e.end - e.begin;
+  if (mapping && at % alignof(uint16_t) == 0) {
+    in.seekg(static_cast<std::streamoff>(data_start + e.end));
+    done += n;
+    if (progress) progress(done, total);
+    return Weight(half_type(e), platform_shape(path, e),
+                  std::shared_ptr<const uint16_t>(mapping, reinterpret_cast<const uint16_t*>(mapping.get() + at)));
+  }
+  auto buffer = std::make_shared<std::vector<uint16_t>>(static_cast<size_t>(n / 2));
+  read_in_pieces(path, e, in, reinterpret_cast<char*>(buffer->data()), n, done, total, progress);
+  return Weight(half_type(e), platform_shape(path, e), std::shared_ptr<const uint16_t>(buffer, buffer->data()));
+}
+
+// Reads the tensors, which follow one another from `data_start` once check_layout has passed; with
+// `mapping`, F16 and BF16 ones stay half precision (half_weight).
+std::vector<NamedWeight> read_data(const std::string& path, std::ifstream& in, uint64_t data_start,
                                    const std::vector<Entry>& entries, std::vector<std::string>* skipped,
-                                   const ReadProgress& progress) {
-  // The float32 tensors plus the buffer for the largest one to convert (each tensor's size, checked
-  // here, also stays below 4 GiB in WebAssembly, so its size_t below cannot wrap).
-  double floats = 0, largest_raw = 0;
+                                   const ReadProgress& progress, bool keep_half, const std::shared_ptr<const char>& mapping) {
+  // The float32 tensors (half-precision ones kept at two bytes a value) plus the buffer for the largest
+  // one to convert (each tensor's size, checked here, also stays below 4 GiB in WebAssembly, so its
+  // size_t below cannot wrap).
+  double bytes = 0, largest_raw = 0;
   uint64_t total = 0, done = 0;
   for (const auto& e : entries) {
     if (!e.dtype->decode) continue;  // skipped
-    floats += 4.0 * double(e.end - e.begin) / double(e.dtype->size), total += e.end - e.begin;
-    if (!read_directly(e)) largest_raw = std::max(largest_raw, double(e.end - e.begin));
+    const double raw = double(e.end - e.begin);
+    total += e.end - e.begin;
+    if (keep_half && is_half(e)) {
+      bytes += raw;
+      continue;
+    }
+    bytes += 4.0 * raw / double(e.dtype->size);
+    if (!read_directly(e)) largest_raw = std::max(largest_raw, raw);
   }
-  check_fits_in_memory(floats + largest_raw, "reading '" + path + "'");
+  check_fits_in_memory(bytes + largest_raw, "reading '" + path + "'");
   if (progress) progress(0, total);
   in.seekg(static_cast<std::streamoff>(data_start));
-  std::vector<NamedTensor> tensors;
+  std::vector<NamedWeight> tensors;
   std::vector<char> raw;
   for (const auto& e : entries) {
     if (!e.dtype->decode) {
       skipped->push_back(e.name);
       in.seekg(static_cast<std::streamoff>(data_start + e.end));
+      continue;
+    }
+    if (keep_half && is_half(e)) {
+      tensors.push_back({e.name, half_weight(path, e, in, data_start, mapping, done, total, progress)});
       continue;
     }
     Tensor value = Tensor::from_shape(platform_shape(path, e));
@@ -289,8 +324,10 @@ uint64_t read_header_length(const std::string& path, std::ifstream& in, uint64_t
 
 }  // namespace
 
-std::vector<NamedTensor> read_safetensors(const std::string& path, std::map<std::string, std::string>* metadata,
-                                          std::vector<std::string>* skipped, const ReadProgress& progress) {
+namespace {
+
+std::vector<NamedWeight> read_file(const std::string& path, std::map<std::string, std::string>* metadata,
+                                   std::vector<std::string>* skipped, const ReadProgress& progress, bool keep_half) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) fail(path, "cannot open it");
   const auto file_size = static_cast<uint64_t>(std::streamoff(in.tellg()));
@@ -313,13 +350,53 @@ std::vector<NamedTensor> read_safetensors(const std::string& path, std::map<std:
       entries.push_back(parse_entry(path, item.key(), item.value(), data_size, skipped != nullptr));
   }
   check_layout(path, entries, data_size);
-  return read_data(path, in, data_start, entries, skipped, progress);
+  const bool any_half = keep_half && std::any_of(entries.begin(), entries.end(), is_half);
+  return read_data(path, in, data_start, entries, skipped, progress, keep_half,
+                   any_half ? map_file(path, file_size) : nullptr);
+}
+
+}  // namespace
+
+std::vector<NamedTensor> read_safetensors(const std::string& path, std::map<std::string, std::string>* metadata,
+                                          std::vector<std::string>* skipped, const ReadProgress& progress) {
+  std::vector<NamedTensor> out;
+  for (NamedWeight& w : read_file(path, metadata, skipped, progress, false))
+    out.push_back({std::move(w.name), std::move(w.value).into_values()});
+  return out;
+}
+
+std::vector<NamedWeight> read_safetensors_weights(const std::string& path, std::vector<std::string>* skipped,
+                                                  const ReadProgress& progress) {
+  return read_file(path, nullptr, skipped, progress, true);
 }
 
 namespace {
 
+// A tensor to write: its name, dtype, shape and bytes.
+struct Blob {
+  const std::string& name;
+  const char* dtype;
+  Shape shape;
+  const void* data;
+  uint64_t bytes;
+};
+
+std::vector<Blob> blobs(const std::vector<NamedTensor>& tensors) {
+  std::vector<Blob> out;
+  for (const auto& [name, value] : tensors)
+    out.push_back({name, "F32", Shape(value.shape().begin(), value.shape().end()), value.data(), value.size() * sizeof(float)});
+  return out;
+}
+
+std::vector<Blob> blobs(const std::vector<NamedWeight>& weights) {
+  std::vector<Blob> out;
+  for (const auto& [name, w] : weights)
+    out.push_back({name, !w.half() ? "F32" : w.half_type() == HalfType::bf16 ? "BF16" : "F16", w.shape(), w.data(), w.bytes()});
+  return out;
+}
+
 // The header, padded with spaces so that the data starts 8-byte aligned; `name` is the file in messages.
-std::string safetensors_header(const std::string& name, const std::vector<NamedTensor>& tensors,
+std::string safetensors_header(const std::string& name, const std::vector<Blob>& tensors,
                                const std::map<std::string, std::string>& metadata) {
   const auto refuse = [&](const std::string& why) {
     throw InputError("cannot write '" + name + "': " + why);
@@ -327,14 +404,11 @@ std::string safetensors_header(const std::string& name, const std::vector<NamedT
   json header = json::object();
   if (!metadata.empty()) header[metadata_key] = metadata;
   uint64_t offset = 0;
-  for (const auto& [tensor_name, value] : tensors) {
-    if (tensor_name == metadata_key) refuse("the tensor name __metadata__ is reserved");
-    if (header.contains(tensor_name)) refuse("duplicate tensor name '" + tensor_name + "'");
-    const uint64_t bytes = value.size() * sizeof(float);
-    header[tensor_name] = {{"dtype", "F32"},
-                           {"shape", Shape(value.shape().begin(), value.shape().end())},
-                           {"data_offsets", {offset, offset + bytes}}};
-    offset += bytes;
+  for (const Blob& t : tensors) {
+    if (t.name == metadata_key) refuse("the tensor name __metadata__ is reserved");
+    if (header.contains(t.name)) refuse("duplicate tensor name '" + t.name + "'");
+    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes}}};
+    offset += t.bytes;
   }
   std::string text;
   try {
@@ -346,26 +420,37 @@ std::string safetensors_header(const std::string& name, const std::vector<NamedT
   return text;
 }
 
-void write_safetensors_body(std::ostream& out, const std::string& header, const std::vector<NamedTensor>& tensors) {
+void write_safetensors_body(std::ostream& out, const std::string& header, const std::vector<Blob>& tensors) {
   const uint64_t length = header.size();
   out.write(reinterpret_cast<const char*>(&length), sizeof length);
   out.write(header.data(), static_cast<std::streamsize>(header.size()));
-  for (const auto& t : tensors)
-    out.write(reinterpret_cast<const char*>(t.value.data()), static_cast<std::streamsize>(t.value.size() * sizeof(float)));
+  for (const Blob& t : tensors) out.write(static_cast<const char*>(t.data), static_cast<std::streamsize>(t.bytes));
+}
+
+template <class Named>
+void write_file(const std::string& path, const std::vector<Named>& tensors, const std::map<std::string, std::string>& metadata) {
+  const std::vector<Blob> b = blobs(tensors);
+  const std::string header = safetensors_header(path, b, metadata);
+  write_file_atomically(path, [&](std::ostream& out) { write_safetensors_body(out, header, b); });
 }
 
 }  // namespace
 
 void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                        const std::map<std::string, std::string>& metadata) {
-  const std::string header = safetensors_header(path, tensors, metadata);
-  write_file_atomically(path, [&](std::ostream& out) { write_safetensors_body(out, header, tensors); });
+  write_file(path, tensors, metadata);
+}
+
+void write_safetensors_weights(const std::string& path, const std::vector<NamedWeight>& weights,
+                               const std::map<std::string, std::string>& metadata) {
+  write_file(path, weights, metadata);
 }
 
 std::string safetensors_bytes(const std::string& name, const std::vector<NamedTensor>& tensors,
                               const std::map<std::string, std::string>& metadata) {
   std::ostringstream out;
-  write_safetensors_body(out, safetensors_header(name, tensors, metadata), tensors);
+  const std::vector<Blob> b = blobs(tensors);
+  write_safetensors_body(out, safetensors_header(name, b, metadata), b);
   return std::move(out).str();
 }
 

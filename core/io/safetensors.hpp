@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/base/tensor.hpp"
+#include "core/base/weight.hpp"
 
 namespace attn {
 
@@ -31,10 +32,24 @@ std::vector<NamedTensor> read_safetensors(const std::string& path,
                                           std::vector<std::string>* skipped = nullptr,
                                           const ReadProgress& progress = nullptr);
 
+struct NamedWeight {
+  std::string name;
+  Weight value;
+};
+
+// The same tensors, F16 and BF16 ones kept in half precision: natively in a read-only memory map of the
+// file (its pages read by the OS when a product first touches them; the file must not change while the
+// model is open), in WebAssembly in a buffer read from it. F32 and F64 ones are float32 Tensors.
+std::vector<NamedWeight> read_safetensors_weights(const std::string& path, std::vector<std::string>* skipped = nullptr,
+                                                  const ReadProgress& progress = nullptr);
+
 // Writes F32 tensors, data in the given order, the header padded with spaces to a multiple of 8
 // bytes. Atomic: `path` is either replaced whole or left untouched.
 void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
+// The same with weights as stored: float32 ones as F32, half-precision ones as BF16 or F16.
+void write_safetensors_weights(const std::string& path, const std::vector<NamedWeight>& weights,
+                               const std::map<std::string, std::string>& metadata = {});
 // The same file's bytes (a browser download); `name` names it in messages.
 std::string safetensors_bytes(const std::string& name, const std::vector<NamedTensor>& tensors,
                               const std::map<std::string, std::string>& metadata = {});

@@ -28,4 +28,8 @@ std::vector<NamedTensor> read_sharded_safetensors(const std::string& index_path,
 std::vector<NamedTensor> read_checkpoint(const std::string& path, std::vector<std::string>* skipped,
                                          const ReadProgress& progress = nullptr);
 
+// The same, half-precision tensors kept so (read_safetensors_weights).
+std::vector<NamedWeight> read_checkpoint_weights(const std::string& path, std::vector<std::string>* skipped,
+                                                 const ReadProgress& progress = nullptr);
+
 }  // namespace attn

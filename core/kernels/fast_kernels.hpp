@@ -9,6 +9,8 @@
 #include <memory>
 #include <string>
 
+#include "core/base/half.hpp"
+
 namespace attn {
 
 class ThreadPool;
@@ -46,6 +48,10 @@ struct Gemm {
   size_t ldb = 0;
   bool b_transposed = false;
   const PackedB* b_packed = nullptr;  // instead of b, ldb and b_transposed (same k and n)
+  // Instead of b (with ldb and b_transposed): a half-precision op(B) (a bfloat16 or float16 weight),
+  // widened to float32 as it is packed or read: the bits of the same product on the widened B.
+  const uint16_t* b_half = nullptr;
+  HalfType b_half_type = HalfType::bf16;
   float* c = nullptr;
   size_t ldc = 0;
   bool accumulate = false;

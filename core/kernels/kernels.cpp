@@ -165,15 +165,29 @@ namespace {
 thread_local Rounding product_rounding = Rounding::exact;
 thread_local ThreadPool* product_pool = nullptr;
 
-void product(const float* a, bool a_transposed, const float* b, bool b_transposed, float* c, size_t m, size_t k,
-             size_t n, const float* bias = nullptr, bool relu = false) {
+Gemm product(const float* a, bool a_transposed, bool b_transposed, float* c, size_t m, size_t k, size_t n,
+             const float* bias = nullptr, bool relu = false) {
   Gemm g;
   g.m = m, g.n = n, g.k = k;
   g.a = a, g.lda = a_transposed ? m : k, g.a_transposed = a_transposed;
-  g.b = b, g.ldb = b_transposed ? k : n, g.b_transposed = b_transposed;
+  g.ldb = b_transposed ? k : n, g.b_transposed = b_transposed;
   g.c = c, g.ldc = n;
   g.bias = bias, g.relu = relu;
   g.rounding = product_rounding;
+  return g;
+}
+
+void product(const float* a, bool a_transposed, const float* b, bool b_transposed, float* c, size_t m, size_t k,
+             size_t n, const float* bias = nullptr, bool relu = false) {
+  Gemm g = product(a, a_transposed, b_transposed, c, m, k, n, bias, relu);
+  g.b = b;
+  gemm(g, product_pool);
+}
+
+void product(const float* a, HalfMatrix b, bool b_transposed, float* c, size_t m, size_t k, size_t n,
+             const float* bias = nullptr, bool relu = false) {
+  Gemm g = product(a, false, b_transposed, c, m, k, n, bias, relu);
+  g.b_half = b.bits, g.b_half_type = b.type;
   gemm(g, product_pool);
 }
 
@@ -202,6 +216,14 @@ void matmul(const float* a, const float* b, float* c, size_t m, size_t k, size_t
 
 void matmul_nt(const float* a, const float* b, float* c, size_t m, size_t k, size_t n, const float* bias, bool relu) {
   product(a, false, b, true, c, m, k, n, bias, relu);
+}
+
+void matmul(const float* a, HalfMatrix b, float* c, size_t m, size_t k, size_t n) {
+  product(a, b, false, c, m, k, n);
+}
+
+void matmul_nt(const float* a, HalfMatrix b, float* c, size_t m, size_t k, size_t n, const float* bias, bool relu) {
+  product(a, b, true, c, m, k, n, bias, relu);
 }
 
 void matmul_tn(const float* a, const float* b, float* c, size_t m, size_t k, size_t n) {

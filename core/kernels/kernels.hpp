@@ -21,6 +21,15 @@ void matmul_nt(const float* a, const float* b, float* c, size_t m, size_t k, siz
 // C[m,n] = A[k,m]ᵀ · B[k,n] (a weight's gradient, grad_yᵀ·x), read in place: the same sums as matmul of
 // the transposed copy.
 void matmul_tn(const float* a, const float* b, float* c, size_t m, size_t k, size_t n);
+// A half-precision weight's bits ([k, n] for matmul, [n, k] for matmul_nt), widened as the product
+// packs them: the same bits as the product with the widened weight.
+struct HalfMatrix {
+  const uint16_t* bits;
+  HalfType type;
+};
+void matmul(const float* a, HalfMatrix b, float* c, size_t m, size_t k, size_t n);
+void matmul_nt(const float* a, HalfMatrix b, float* c, size_t m, size_t k, size_t n, const float* bias = nullptr,
+               bool relu = false);
 // How matmul and matmul_nt compute on this thread while one is in scope (the previous one is restored
 // after): Rounding::exact by default, on the calling thread. The training fast path (attn train
 // --backend cpu) fuses the products; either may spread them over a pool, which leaves every bit as is

@@ -11,11 +11,13 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 #include <xsimd/xsimd.hpp>
 
-#include "core/kernels/fast_kernels.hpp"
+#include "core/base/half.hpp"
 #include "core/base/threads.hpp"
+#include "core/kernels/fast_kernels.hpp"
 
 namespace attn {
 namespace simd {
@@ -84,6 +86,61 @@ struct Kernels {
   static constexpr size_t L = batch::size, NR = 2 * L;
   static constexpr size_t KC = 512, MC_MAX = MR * (L == 16 ? 16 : 24), NC = 4096;
 
+  // --- where op(B) comes from: float32, or a half-precision weight widened as it is read ---
+
+  enum Source { f32, bf16, f16 };
+  template <int S>
+  using Element = std::conditional_t<S == f32, float, uint16_t>;
+
+  // L zero-extended 16-bit values from p (unaligned).
+  static xsimd::batch<uint32_t, Arch> widen_u16(const uint16_t* p) {
+    using ubatch = xsimd::batch<uint32_t, Arch>;
+#if defined(__AVX512F__)
+    if constexpr (L == 16) return ubatch(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+#endif
+#if defined(__AVX2__)
+    if constexpr (L == 8) return ubatch(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+#endif
+#if defined(__SSE4_1__)
+    if constexpr (L == 4) return ubatch(_mm_cvtepu16_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+#endif
+#if defined(__wasm_simd128__)
+    if constexpr (L == 4) return ubatch(wasm_u32x4_load16x4(p));
+#endif
+    alignas(64) uint32_t t[L];
+    for (size_t i = 0; i < L; ++i) t[i] = p[i];
+    return ubatch::load_aligned(t);
+  }
+
+  // L values of op(B)'s source as float32, bit for bit core/base/half.hpp's widening (PyTorch's .float()).
+  template <int S>
+  static batch load_b(const Element<S>* p) {
+    if constexpr (S == f32) {
+      return batch::load_unaligned(p);
+    } else {
+      using ubatch = xsimd::batch<uint32_t, Arch>;
+      const ubatch h = widen_u16(p);
+      if constexpr (S == bf16) {
+        return xsimd::bitwise_cast<float>(h << 16);
+      } else {
+        // The exponent and mantissa placed in float32's fields, then scaled by 2^(127 − 15): exact for
+        // normal and subnormal values alike. Infinities and NaNs (exponent 31) keep their payload, quieted.
+        const ubatch magnitude = (h & ubatch(0x7FFFu)) << 13;
+        const ubatch scaled = xsimd::bitwise_cast<uint32_t>(xsimd::bitwise_cast<float>(magnitude) * batch(0x1p112f));
+        const ubatch quiet = xsimd::select((h & ubatch(0x3FFu)) != ubatch(0u), ubatch(0x400000u), ubatch(0u));
+        const ubatch special = ubatch(0x7F800000u) | magnitude | quiet;
+        const ubatch bits = xsimd::select((h & ubatch(0x7C00u)) == ubatch(0x7C00u), special, scaled);
+        return xsimd::bitwise_cast<float>(bits | ((h & ubatch(0x8000u)) << 16));
+      }
+    }
+  }
+
+  template <int S>
+  static float value_b(Element<S> x) {
+    if constexpr (S == f32) return x;
+    else return from_half(S == bf16 ? HalfType::bf16 : HalfType::f16, x);
+  }
+
   // --- packing ---
 
   // A[rows, kc] (row stride lda, scaled by `scale`) as MR-row panels: panel p holds, for each kk, the
@@ -136,42 +193,54 @@ struct Kernels {
   // Rows kk0 … kk1 of a row-major B[·, n] (row stride ldb) into NR-column panels (panel q at
   // dst + q·panel_stride, row kk at + kk·NR; zeros past n), each row read once front to back: down a
   // column, every row is a new page and the prefetchers give up.
-  static void pack_b_rows(const float* b, size_t ldb, size_t kk0, size_t kk1, size_t n, float* dst,
+  template <int S = f32>
+  static void pack_b_rows(const Element<S>* b, size_t ldb, size_t kk0, size_t kk1, size_t n, float* dst,
                           size_t panel_stride) {
     for (size_t kk = kk0; kk < kk1; ++kk) {
-      const float* row = b + kk * ldb;
+      const Element<S>* row = b + kk * ldb;
       float* d = dst + kk * NR;
       size_t j = 0;
       for (; j + NR <= n; j += NR, d += panel_stride)
-        for (size_t c = 0; c < NR; c += L) batch::load_unaligned(row + j + c).store_aligned(d + c);
-      if (j < n) std::fill(std::copy(row + j, row + n, d), d + NR, 0.0f);
+        for (size_t c = 0; c < NR; c += L) load_b<S>(row + j + c).store_aligned(d + c);
+      if (j < n) std::fill(std::transform(row + j, row + n, d, value_b<S>), d + NR, 0.0f);
     }
   }
 
   // One NR-column panel of op(B) = Bᵀ from rows of B[cols, kc] (row stride ldb); zeros past cols. A
   // full panel goes through L×L transposes in registers (nn.Linear's weight, every forward).
-  static void pack_bt_panel(const float* b, size_t ldb, size_t kc, size_t cols, float* dst) {
+  template <int S = f32>
+  static void pack_bt_panel(const Element<S>* b, size_t ldb, size_t kc, size_t cols, float* dst) {
     if (cols < NR) std::fill(dst, dst + kc * NR, 0.0f);
     size_t kk0 = 0;
     for (; cols == NR && kk0 + L <= kc; kk0 += L)
       for (size_t c0 = 0; c0 < NR; c0 += L) {
         batch t[L];
-        for (size_t r = 0; r < L; ++r) t[r] = batch::load_unaligned(b + (c0 + r) * ldb + kk0);
+        for (size_t r = 0; r < L; ++r) t[r] = load_b<S>(b + (c0 + r) * ldb + kk0);
         transpose_square(t);
         for (size_t j = 0; j < L; ++j) t[j].store_unaligned(dst + (kk0 + j) * NR + c0);
       }
     for (size_t c = 0; c < cols; ++c)
-      for (size_t kk = kk0; kk < kc; ++kk) dst[kk * NR + c] = b[c * ldb + kk];
+      for (size_t kk = kk0; kk < kc; ++kk) dst[kk * NR + c] = value_b<S>(b[c * ldb + kk]);
   }
 
   // op(B)[k, n] as NR-column panels: panel q at dst + q·k·NR (a PackedB, or one k slice of a product).
-  static void pack_b(const float* b, size_t ldb, bool transposed, size_t k, size_t n, float* dst, ThreadPool* pool) {
+  template <int S = f32>
+  static void pack_b(const Element<S>* b, size_t ldb, bool transposed, size_t k, size_t n, float* dst,
+                     ThreadPool* pool) {
     if (transposed)
       return run(pool, ceil_div(n, NR), [&](size_t q) {
-        pack_bt_panel(b + q * NR * ldb, ldb, k, std::min(NR, n - q * NR), dst + q * k * NR);
+        pack_bt_panel<S>(b + q * NR * ldb, ldb, k, std::min(NR, n - q * NR), dst + q * k * NR);
       });
     const size_t parts = std::min(k, pool ? pool->size() : size_t(1));
-    run(pool, parts, [&](size_t t) { pack_b_rows(b, ldb, t * k / parts, (t + 1) * k / parts, n, dst, k * NR); });
+    run(pool, parts, [&](size_t t) { pack_b_rows<S>(b, ldb, t * k / parts, (t + 1) * k / parts, n, dst, k * NR); });
+  }
+
+  // Rows pc … pc + kc and columns jc … jc + nc of op(B), wherever and however it is stored, as panels.
+  static void pack_b_slice(const Gemm& g, size_t pc, size_t kc, size_t jc, size_t nc, float* dst, ThreadPool* pool) {
+    const size_t at = g.b_transposed ? jc * g.ldb + pc : pc * g.ldb + jc;
+    if (!g.b_half) return pack_b<f32>(g.b + at, g.ldb, g.b_transposed, kc, nc, dst, pool);
+    if (g.b_half_type == HalfType::bf16) return pack_b<bf16>(g.b_half + at, g.ldb, g.b_transposed, kc, nc, dst, pool);
+    pack_b<f16>(g.b_half + at, g.ldb, g.b_transposed, kc, nc, dst, pool);
   }
 
   // --- the register tile ---
@@ -292,8 +361,7 @@ struct Kernels {
         const float* bp = g.b_packed ? g.b_packed->data() + (jc / NR) * g.k * NR + pc * NR : nullptr;
         if (!g.b_packed) {
           float* dst = scratch(b_buffer, panels * kc * NR);
-          pack_b(g.b_transposed ? g.b + jc * g.ldb + pc : g.b + pc * g.ldb + jc, g.ldb, g.b_transposed, kc, nc, dst,
-                 pool);
+          pack_b_slice(g, pc, kc, jc, nc, dst, pool);
           bp = dst;
         }
         run(pool, row_blocks * col_chunks, [&](size_t item) {
@@ -323,7 +391,8 @@ struct Kernels {
 
   static float b_at(const Gemm& g, size_t kk, size_t j) {
     if (g.b_packed) return g.b_packed->data()[(j / NR) * g.k * NR + kk * NR + j % NR];
-    return g.b_transposed ? g.b[j * g.ldb + kk] : g.b[kk * g.ldb + j];
+    const size_t at = g.b_transposed ? j * g.ldb + kk : kk * g.ldb + j;
+    return g.b_half ? from_half(g.b_half_type, g.b_half[at]) : g.b[at];
   }
 
   // Vectors across the columns of op(B), copied once into a zero-padded [k, n] block, each element's
@@ -337,7 +406,7 @@ struct Kernels {
     float* tail = bt + g.k * np;  // the partial last vector of up to four rows of C
     float* bias = tail + 4 * L;   // zero-padded
     for (size_t kk = 0; kk < g.k; ++kk) batch(0.0f).store_aligned(bt + (kk + 1) * np - L);  // the padding
-    if (g.b_packed)
+    if (g.b_packed || g.b_half)
       for (size_t kk = 0; kk < g.k; ++kk)
         for (size_t j = 0; j < g.n; ++j) bt[kk * np + j] = b_at(g, kk, j);
     else if (g.b_transposed)
@@ -364,43 +433,53 @@ struct Kernels {
   // (generation runs one position at a time). L×L blocks of B are transposed in registers; each sum is
   // made as the blocked product makes it (KC slices; exact: one running sum, fused: each slice's sum
   // added to C), so the bits do not depend on the path. Columns are split across the pool.
-  template <bool Fused>
-  static void row_times_bt(const Gemm& g, ThreadPool* pool) {
+  template <bool Fused, int S = f32>
+  static void row_times_bt(const Gemm& g, const Element<S>* b, ThreadPool* pool) {
     const size_t panels = ceil_div(g.n, NR), parts = std::min(panels, pool ? pool->size() : size_t(1));
     run(pool, parts, [&](size_t part) {
-      for (size_t q = part * panels / parts; q < (part + 1) * panels / parts; ++q) row_times_bt_panel<Fused>(g, q * NR);
+      for (size_t q = part * panels / parts; q < (part + 1) * panels / parts; ++q)
+        row_times_bt_panel<Fused, S>(g, b, q * NR);
     });
+  }
+
+  template <bool Fused>
+  static void row_times_bt(const Gemm& g, ThreadPool* pool) {
+    if (!g.b_half) return row_times_bt<Fused, f32>(g, g.b, pool);
+    if (g.b_half_type == HalfType::bf16) return row_times_bt<Fused, bf16>(g, g.b_half, pool);
+    row_times_bt<Fused, f16>(g, g.b_half, pool);
   }
 
   // The next panel's weights, a cache line per call in address order. The loads read NR rows at once,
   // more streams than the hardware prefetchers follow; this turns them into one stream, a panel ahead.
   struct NextPanel {
-    const float* row;
-    size_t rows, k, ldb, at = 0;
+    const char* row;
+    size_t rows, row_bytes, stride_bytes, at = 0;
     void prefetch() {
       if (rows == 0) return;
       __builtin_prefetch(row + at);
-      if ((at += 64 / sizeof(float)) < k) return;
-      at = 0, row += ldb, --rows;
+      if ((at += 64) < row_bytes) return;
+      at = 0, row += stride_bytes, --rows;
     }
   };
 
   // Columns j … j + NR − 1 (fewer at the end) of row_times_bt's product.
-  template <bool Fused>
-  static void row_times_bt_panel(const Gemm& g, size_t j) {
+  template <bool Fused, int S>
+  static void row_times_bt_panel(const Gemm& g, const Element<S>* b, size_t j) {
     const size_t cols = std::min(NR, g.n - j);
     alignas(64) float partial[NR] = {}, bias[NR] = {}, column[NR] = {};
     float* out = cols == NR ? g.c + j : partial;
     if (cols < NR && g.accumulate) std::copy_n(g.c + j, cols, partial);
     if (g.bias) std::copy_n(g.bias + j, cols, bias);
     const Epilogue e{g.bias ? bias : nullptr, g.relu};
-    NextPanel next{g.b + (j + NR) * g.ldb, j + NR < g.n ? std::min(NR, g.n - j - NR) : 0, g.k, g.ldb};
+    constexpr size_t size = sizeof(Element<S>);
+    NextPanel next{reinterpret_cast<const char*>(b + (j + NR) * g.ldb), j + NR < g.n ? std::min(NR, g.n - j - NR) : 0,
+                   g.k * size, g.ldb * size};
     for (size_t pc = 0; pc < g.k; pc += KC) {
       const size_t end = std::min(g.k, pc + KC);
       const bool load_c = g.accumulate || pc > 0, c_first = load_c && !Fused;
       batch acc[2] = {c_first ? batch::load_unaligned(out) : batch(0.0f), c_first ? batch::load_unaligned(out + L) : batch(0.0f)};
-      const auto add = [&](batch& sum, float a, const batch& b) {
-        sum = Fused ? xsimd::fma(batch(a), b, sum) : sum + batch(a) * b;
+      const auto add = [&](batch& sum, float a, const batch& b_kk) {
+        sum = Fused ? xsimd::fma(batch(a), b_kk, sum) : sum + batch(a) * b_kk;
       };
       size_t kk = pc;
       for (; cols == NR && kk + L <= end; kk += L)
@@ -408,13 +487,13 @@ struct Kernels {
           batch t[L];
           for (size_t r = 0; r < L; ++r) {
             next.prefetch();
-            t[r] = batch::load_unaligned(g.b + (j + h * L + r) * g.ldb + kk);
+            t[r] = load_b<S>(b + (j + h * L + r) * g.ldb + kk);
           }
           transpose_square(t);
           for (size_t r = 0; r < L; ++r) add(acc[h], g.a[kk + r], t[r]);
         }
       for (; kk < end; ++kk) {  // the rest of the slice, and partial panels: a column gathered
-        for (size_t c = 0; c < cols; ++c) column[c] = g.b[(j + c) * g.ldb + kk];
+        for (size_t c = 0; c < cols; ++c) column[c] = value_b<S>(b[(j + c) * g.ldb + kk]);
         add(acc[0], g.a[kk], batch::load_aligned(column));
         add(acc[1], g.a[kk], batch::load_aligned(column + L));
       }
@@ -701,7 +780,7 @@ struct Kernels {
   }
 
   static const KernelTable* table(const char* isa) {
-    static const KernelTable t{isa, NR, &pack_b, &gemm, &flash_attention, &fma_peak};
+    static const KernelTable t{isa, NR, &pack_b<f32>, &gemm, &flash_attention, &fma_peak};
     return &t;
   }
 };

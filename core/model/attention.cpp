@@ -58,16 +58,34 @@ Tensor add_positional_encoding(const Tensor& x, const Tensor& table) {
   return out;
 }
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor* bias, bool relu) {
-  const size_t out_features = weight.shape(0), in_features = weight.shape(1);
+namespace {
+
+// y [..., out] for x [..., in] through a weight [out, in]: the product's output, shaped.
+Tensor linear_output(const Tensor& x, size_t out_features, size_t in_features) {
   if (x.shape().back() != in_features)
     throw InputError("linear layer expects " + std::to_string(in_features) + " input features, got " +
                      std::to_string(x.shape().back()));
   Shape shape(x.shape().begin(), x.shape().end());
   shape.back() = out_features;
-  Tensor y = Tensor::from_shape(shape);
+  return Tensor::from_shape(shape);
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor* bias, bool relu) {
+  const size_t out_features = weight.shape(0), in_features = weight.shape(1);
+  Tensor y = linear_output(x, out_features, in_features);
   const size_t rows = x.size() / in_features;
   matmul_nt(x.data(), weight.data(), y.data(), rows, in_features, out_features, bias ? bias->data() : nullptr, relu);
+  return y;
+}
+
+Tensor linear(const Tensor& x, const Weight& weight, const Tensor* bias) {
+  if (!weight.half()) return linear(x, weight.values(), bias);
+  const size_t out_features = weight.shape(0), in_features = weight.shape(1);
+  Tensor y = linear_output(x, out_features, in_features);
+  matmul_nt(x.data(), HalfMatrix{weight.bits(), weight.half_type()}, y.data(), x.size() / in_features, in_features,
+            out_features, bias ? bias->data() : nullptr);
   return y;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/base/tensor.hpp"
+#include "core/base/weight.hpp"
 
 namespace attn {
 
@@ -21,6 +22,9 @@ Tensor add_positional_encoding(const Tensor& x, const Tensor& table);
 inline bool frozen(const Tensor& grad) { return grad.dimension() == 0; }
 // nn.Linear: x[..., in] · weightᵀ (+ bias); weight [out, in]; bias null for bias=False; then ReLU when relu.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor* bias = nullptr, bool relu = false);
+// The same with the weight as stored: a half-precision one is widened as the product packs it (the bits
+// of the product with the widened weight).
+Tensor linear(const Tensor& x, const Weight& weight, const Tensor* bias = nullptr);
 // Its backward (addmm's): returns grad_x = grad_y · weight; adds grad_yᵀ · x to grad_weight [out, in] and
 // grad_y summed over rows to grad_bias [out] (when non-null), so a parameter used twice accumulates.
 // A frozen grad_weight (below) skips both sums: the layer's parameters are frozen together.

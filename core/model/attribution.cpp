@@ -74,7 +74,8 @@ Tensor decoder_gradients(const DecoderModel& model, const AttributionTarget& t, 
   const Trace run = decoder_forward_embeddings(model, scaled);
   const Tensor& logits = run.at("logits");  // [B, 1, V]: the last position's
   const size_t V = logits.shape(2);
-  const float* row = model.lm_head.data() + size_t(t.id) * H;
+  std::vector<float> row(H);
+  model.lm_head.widen_rows(size_t(t.id), 1, row.data());
   const double cap = model.config.final_softcap;
   Tensor grad = Tensor::from_shape({B, S, H});
   grad.fill(0.0f);
@@ -284,9 +285,10 @@ struct StreamParts {
   std::string bias_name;  // the final norm's bias component ("ln_f.bias"); empty: RMSNorm has none
   std::vector<std::pair<std::string, const float*>> embeddings;
   struct Layer {
-    const float* z;          // the heads' merged outputs [n·dk]
-    const Linear* output;    // W_O [H, n·dk] (out, in); its bias a component when it has one
-    const float* mlp;        // the MLP's output [H]
+    const float* z;       // the heads' merged outputs [n·dk]
+    const float* w_o;     // W_O [H, n·dk] (out, in)
+    const Tensor* o_bias;  // its bias, a component when it has one
+    const float* mlp;     // the MLP's output [H]
   };
   std::vector<Layer> layers;
   size_t heads = 0, head_dim = 0;
@@ -318,10 +320,10 @@ void decompose(const StreamParts& s, const float* unembed, size_t H, Attribution
     for (size_t h = 0; h < s.heads; ++h) {  // the head's result z_h · W_O[h], read along d
       double sum = 0;
       for (size_t k = h * s.head_dim; k < (h + 1) * s.head_dim; ++k)
-        for (size_t j = 0; j < H; ++j) sum += double(layer.z[k]) * layer.output->weight.data()[j * width + k] * d[j];
+        for (size_t j = 0; j < H; ++j) sum += double(layer.z[k]) * layer.w_o[j * width + k] * d[j];
       add(name + "H" + std::to_string(h), sum);
     }
-    if (layer.output->bias.dimension()) add(name + ".attn_bias", along(layer.output->bias.data()));
+    if (layer.o_bias->dimension()) add(name + ".attn_bias", along(layer.o_bias->data()));
     add(name + ".mlp_out", along(layer.mlp));
   }
   if (s.bias_name.empty()) return;
@@ -340,7 +342,8 @@ void gpt2_logit_attribution(const PretrainedModel& model, const Trace& run, Attr
   s.heads = model.config.num_heads, s.head_dim = H / s.heads;
   for (size_t l = 0; l < L; ++l) {
     const std::string prefix = "h." + std::to_string(l) + ".";
-    s.layers.push_back({run.at(prefix + "attn.merged").data() + p * H, &model.layers[l].output,
+    const Linear& output = model.layers[l].output;
+    s.layers.push_back({run.at(prefix + "attn.merged").data() + p * H, output.weight.data(), &output.bias,
                         run.at(prefix + "mlp.c_proj").data() + p * H});
   }
   decompose(s, model.unembedding().data() + size_t(a.target.id) * H, H, a);
@@ -362,12 +365,16 @@ void decoder_logit_attribution(const DecoderModel& m, const Trace& run, Attribut
   s.bias_name = s.centre ? "norm.bias" : "";
   s.embeddings = {{"embed", run.at("model.embed_tokens").data() + p * H}};
   s.heads = c.num_heads, s.head_dim = c.head_dim;
+  std::vector<Tensor> w_o(L);  // o_proj widened to float32
   for (size_t l = 0; l < L; ++l) {
     const std::string prefix = "model.layers." + std::to_string(l) + ".";
-    s.layers.push_back({run.at(prefix + "self_attn.merged").data() + p * c.num_heads * c.head_dim, &m.layers[l].o_proj,
-                        run.at(prefix + "mlp.down_proj").data() + p * H});
+    w_o[l] = m.layers[l].o_proj.weight.widened();
+    s.layers.push_back({run.at(prefix + "self_attn.merged").data() + p * c.num_heads * c.head_dim, w_o[l].data(),
+                        &m.layers[l].o_proj.bias, run.at(prefix + "mlp.down_proj").data() + p * H});
   }
-  decompose(s, m.lm_head.data() + size_t(a.target.id) * H, H, a);
+  std::vector<float> unembed(H);
+  m.lm_head.widen_rows(size_t(a.target.id), 1, unembed.data());
+  decompose(s, unembed.data(), H, a);
 }
 
 void logit_attribution(const LoadedModel& m, const Trace& run, Attribution& a) {

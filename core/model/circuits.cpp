@@ -160,10 +160,10 @@ CompositionScores decoder_composition_scores(const DecoderModel& m, CompositionK
   std::vector<EncoderLayer> layers(m.layers.size());
   for (size_t i = 0; i < layers.size(); ++i) {
     const DecoderLayer& l = m.layers[i];
-    layers[i].query.weight = l.q_proj.weight;
-    layers[i].key.weight = repeated_heads(l.k_proj.weight, c.num_heads, c.group());
-    layers[i].value.weight = repeated_heads(l.v_proj.weight, c.num_heads, c.group());
-    layers[i].output.weight = l.o_proj.weight;
+    layers[i].query.weight = l.q_proj.weight.widened();
+    layers[i].key.weight = repeated_heads(l.k_proj.weight.widened(), c.num_heads, c.group());
+    layers[i].value.weight = repeated_heads(l.v_proj.weight.widened(), c.num_heads, c.group());
+    layers[i].output.weight = l.o_proj.weight.widened();
     layers[i].norm1.weight = l.input_norm.weight;
     if (c.norm == NormKind::rms_one_plus) layers[i].norm1.weight += 1.0f;  // Gemma's scale is 1 + w
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <optional>
@@ -263,9 +264,11 @@ namespace {
 
 // --- tensors ---
 
+// Where a checkpoint tensor goes: a matrix kept as stored, or a small float32 tensor (norms, biases).
 struct Expected {
   Shape shape;
-  Tensor* into;
+  Weight* matrix;
+  Tensor* tensor;
   bool required;
 };
 
@@ -282,14 +285,15 @@ const TensorNames neox_names = {"gpt_neox.embed_in", "gpt_neox.final_layer_norm"
 struct ExpectedTensors {
   std::map<std::string, Expected> e;
   bool biased_norms;
-  void add(const std::string& name, Shape shape, Tensor& into, bool required = true) {
-    e[name] = {std::move(shape), &into, required};
+  void add(const std::string& name, Shape shape, Tensor& into) { e[name] = {std::move(shape), nullptr, &into, true}; }
+  void add(const std::string& name, Shape shape, Weight& into, bool required = true) {
+    e[name] = {std::move(shape), &into, nullptr, required};
   }
   void norm(const std::string& name, size_t n, LayerNorm& into) {
     add(name + ".weight", {n}, into.weight);
     if (biased_norms) add(name + ".bias", {n}, into.bias);
   }
-  void linear(const std::string& name, size_t out, size_t in, Linear& into, bool bias) {
+  void linear(const std::string& name, size_t out, size_t in, StoredLinear& into, bool bias) {
     add(name + ".weight", {out, in}, into.weight);
     if (bias) add(name + ".bias", {out}, into.bias);
   }
@@ -332,17 +336,16 @@ std::map<std::string, Expected> expected_tensors(DecoderModel& m) {
 
 // GPTNeoXAttention: query_key_value's output viewed as [heads, 3·head_dim], each head's q, k, v in turn.
 void split_fused_qkv(DecoderLayer& l, size_t heads, size_t d) {
-  const Linear fused = l.q_proj;
-  const size_t in = fused.weight.shape(1);
+  const StoredLinear fused = l.q_proj;
   for (size_t part = 0; part < 3; ++part) {
-    Linear& into = part == 0 ? l.q_proj : part == 1 ? l.k_proj : l.v_proj;
-    into.weight = Tensor::from_shape({heads * d, in});
-    if (fused.bias.dimension()) into.bias = Tensor::from_shape({heads * d});
-    for (size_t h = 0; h < heads; ++h) {
-      const size_t from = (h * 3 + part) * d;
-      std::copy_n(fused.weight.data() + from * in, d * in, into.weight.data() + h * d * in);
-      if (fused.bias.dimension()) std::copy_n(fused.bias.data() + from, d, into.bias.data() + h * d);
-    }
+    StoredLinear& into = part == 0 ? l.q_proj : part == 1 ? l.k_proj : l.v_proj;
+    std::vector<size_t> rows;
+    for (size_t h = 0; h < heads; ++h)
+      for (size_t r = 0; r < d; ++r) rows.push_back((h * 3 + part) * d + r);
+    into.weight = fused.weight.rows(rows);
+    if (!fused.bias.dimension()) continue;
+    into.bias = Tensor::from_shape({heads * d});
+    for (size_t i = 0; i < rows.size(); ++i) into.bias.data()[i] = fused.bias.data()[rows[i]];
   }
 }
 
@@ -357,7 +360,7 @@ void check_layer_count(const DecoderConfig& c, size_t tensors, const std::string
 
 }  // namespace
 
-DecoderModel load_decoder(const DecoderConfig& config, std::vector<NamedTensor> tensors, const std::string& file) {
+DecoderModel load_decoder(const DecoderConfig& config, std::vector<NamedWeight> tensors, const std::string& file) {
   check_layer_count(config, tensors.size(), file);
   DecoderModel m;
   m.config = config;
@@ -365,16 +368,19 @@ DecoderModel load_decoder(const DecoderConfig& config, std::vector<NamedTensor> 
   std::map<std::string, Expected> expected = expected_tensors(m);
   std::vector<std::string> problems;
   std::map<std::string, bool> seen;
-  for (NamedTensor& t : tensors) {
+  for (NamedWeight& t : tensors) {
     auto e = expected.find(t.name);
     if (e == expected.end()) {
       m.ignored.push_back(t.name);
       continue;
     }
-    const Shape got(t.value.shape().begin(), t.value.shape().end());
-    if (got != e->second.shape)
-      problems.push_back(t.name + " has shape " + shape_text(got) + ", the config needs " + shape_text(e->second.shape));
-    *e->second.into = std::move(t.value);
+    if (t.value.shape() != e->second.shape)
+      problems.push_back(t.name + " has shape " + shape_text(t.value.shape()) + ", the config needs " +
+                         shape_text(e->second.shape));
+    else if (e->second.matrix)
+      *e->second.matrix = std::move(t.value);
+    else
+      *e->second.tensor = t.value.widened();
     seen[t.name] = true;
   }
   for (const auto& [name, e] : expected)
@@ -405,27 +411,42 @@ void check_skipped(const DecoderConfig& config, const std::vector<std::string>& 
 
 }  // namespace
 
-void for_each_tensor(const DecoderModel& m, const std::function<void(const Tensor&)>& visit) {
+void for_each_tensor(const DecoderModel& m, const std::function<void(const void*, size_t, size_t)>& visit) {
   auto given = [&](const Tensor& t) {
-    if (t.size() > 0 && t.dimension() > 0) visit(t);
+    if (t.size() > 0 && t.dimension() > 0) visit(t.data(), t.size() * sizeof(float), t.size());
+  };
+  auto matrix = [&](const Weight& w) {
+    if (w.size() > 0 && w.dimension() > 0) visit(w.data(), w.bytes(), w.size());
   };
   auto norm = [&](const LayerNorm& n) { given(n.weight), given(n.bias); };
-  given(m.embed_tokens);
+  matrix(m.embed_tokens);
   for (const DecoderLayer& l : m.layers) {
     for (const LayerNorm* n : {&l.input_norm, &l.post_attention_norm, &l.pre_feedforward_norm, &l.post_feedforward_norm})
       norm(*n);
-    for (const Linear* x : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
-      given(x->weight), given(x->bias);
+    for (const StoredLinear* x : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
+      matrix(x->weight), given(x->bias);
     given(l.q_norm), given(l.k_norm);
   }
   norm(m.norm);
-  if (m.lm_head.data() != m.embed_tokens.data()) given(m.lm_head);
+  if (m.lm_head.data() != m.embed_tokens.data()) matrix(m.lm_head);
+}
+
+std::string decoder_weight_dtype(const DecoderModel& m) {
+  return m.embed_tokens.half() ? half_name(m.embed_tokens.half_type()) : "float32";
+}
+
+size_t decoder_weight_bytes(const DecoderModel& m) {
+  size_t bytes = 0;
+  for_each_tensor(m, [&](const void*, size_t b, size_t) { bytes += b; });
+  return bytes;
 }
 
 DecoderModel read_decoder_weights(const DecoderConfig& config, const std::string& path, const std::string& file_name,
-                                  const ReadProgress& progress) {
+                                  const ReadProgress& progress, bool widen) {
   std::vector<std::string> buffers;
-  std::vector<NamedTensor> tensors = read_checkpoint(path, &buffers, progress);
+  std::vector<NamedWeight> tensors = read_checkpoint_weights(path, &buffers, progress);
+  if (widen)
+    for (NamedWeight& t : tensors) t.value = t.value.widened();
   check_skipped(config, buffers, file_name);
   DecoderModel m = load_decoder(config, std::move(tensors), file_name);
   m.ignored.insert(m.ignored.end(), buffers.begin(), buffers.end());
@@ -567,7 +588,9 @@ Tensor norm(const DecoderConfig& c, const Tensor& x, const LayerNorm& n) {
   return rms_norm(x, n.weight, c.rms_norm_eps, c.norm == NormKind::rms_one_plus ? 1.0f : 0.0f);
 }
 
-Tensor project(const Tensor& x, const Linear& l) { return linear(x, l.weight, l.bias.dimension() ? &l.bias : nullptr); }
+Tensor project(const Tensor& x, const StoredLinear& l) {
+  return linear(x, l.weight, l.bias.dimension() ? &l.bias : nullptr);
+}
 
 // repeat_kv: key/value head j serves query heads j·g … j·g + g − 1 ([B, n_kv, S, d] → [B, n_kv·g, S, d]).
 Tensor repeat_kv(const Tensor& x, size_t g) {
@@ -794,12 +817,49 @@ Tensor decoder_unmasked_weights(const DecoderConfig& c, const Trace& trace, size
       .weights;
 }
 
+namespace {
+
+// NeoX's query_key_value weight (or bias) as the checkpoint holds it, from the split q_proj, k_proj and
+// v_proj: each head's q, k and v rows in turn (split_fused_qkv's inverse), in float32.
+Tensor fused_qkv(const DecoderLayer& l, size_t heads, size_t d, bool bias) {
+  const StoredLinear* parts[3] = {&l.q_proj, &l.k_proj, &l.v_proj};
+  const size_t in = l.q_proj.weight.shape(1);
+  Tensor out = Tensor::from_shape(bias ? Shape{3 * heads * d} : Shape{3 * heads * d, in});
+  for (size_t h = 0; h < heads; ++h)
+    for (size_t part = 0; part < 3; ++part) {
+      const size_t row = (h * 3 + part) * d;
+      if (bias)
+        std::copy_n(parts[part]->bias.data() + h * d, d, out.data() + row);
+      else
+        parts[part]->weight.widen_rows(h * d, d, out.data() + row * in);
+    }
+  return out;
+}
+
+}  // namespace
+
+std::vector<NamedWeight> decoder_weights(const DecoderModel& m) {
+  const DecoderConfig& c = m.config;
+  std::vector<NamedWeight> out;
+  // expected_tensors hands out the tensors' addresses to load into; here they are only read. The one
+  // tensor not required is a tied lm_head. NeoX's fused query_key_value points at the split q_proj.
+  for (const auto& [name, e] : expected_tensors(const_cast<DecoderModel&>(m))) {
+    if (!e.required) continue;
+    const size_t fused = name.find(".attention.query_key_value.");
+    if (c.fused_qkv && fused != std::string::npos) {
+      const size_t start = std::strlen(neox_names.layers), layer = std::stoul(name.substr(start, fused - start));
+      const bool bias = name.compare(name.size() - 5, 5, ".bias") == 0;
+      out.push_back({name, fused_qkv(m.layers.at(layer), c.num_heads, c.head_dim, bias)});
+    } else {
+      out.push_back({name, e.matrix ? *e.matrix : Weight(*e.tensor)});
+    }
+  }
+  return out;
+}
+
 std::vector<NamedTensor> decoder_state_dict(const DecoderModel& m) {
   std::vector<NamedTensor> out;
-  // expected_tensors hands out the tensors' addresses to load into; here they are only read. The one
-  // tensor not required is a tied lm_head.
-  for (const auto& [name, e] : expected_tensors(const_cast<DecoderModel&>(m)))
-    if (e.required) out.push_back({name, *e.into});
+  for (const NamedWeight& w : decoder_weights(m)) out.push_back({w.name, w.value.widened()});
   return out;
 }
 

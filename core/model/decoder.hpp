@@ -71,33 +71,49 @@ bool is_decoder_config(const Json& json);
 // of rope_scaling); InputError naming `file` for an unsupported family or option, or a bad value.
 DecoderConfig decoder_config_from_json(const Json& json, const std::string& file);
 
+// nn.Linear with its weight as stored (core/base/weight.hpp: bfloat16 and float16 kept so).
+struct StoredLinear {
+  Weight weight;  // [out, in]
+  Tensor bias;    // [out], or empty
+};
+
+// The matrices (embeddings, projections, LM head) are kept as the checkpoint stores them; the norms'
+// weights and the biases, small, as float32.
 struct DecoderLayer {
   LayerNorm input_norm, post_attention_norm;   // [H]; biases only for NeoX's LayerNorm
   LayerNorm pre_feedforward_norm, post_feedforward_norm;  // Gemma's sandwich norms
-  Linear q_proj, k_proj, v_proj, o_proj;       // biases empty unless qkv_bias / o_bias (NeoX: split at load)
-  Tensor q_norm, k_norm;                       // [head_dim]; empty unless qk_norm
-  Linear gate_proj, up_proj, down_proj;        // plain MLP: up_proj = dense_h_to_4h, down_proj = dense_4h_to_h
+  StoredLinear q_proj, k_proj, v_proj, o_proj;  // biases empty unless qkv_bias / o_bias (NeoX: split at load)
+  Tensor q_norm, k_norm;                        // [head_dim]; empty unless qk_norm
+  StoredLinear gate_proj, up_proj, down_proj;   // plain MLP: up_proj = dense_h_to_4h, down_proj = dense_4h_to_h
 };
 
 struct DecoderModel {
   DecoderConfig config;
-  Tensor embed_tokens;  // [V, H]
+  Weight embed_tokens;  // [V, H]
   std::vector<DecoderLayer> layers;
   LayerNorm norm;                    // model.norm (NeoX: final_layer_norm) [H]
-  Tensor lm_head;                    // [V, H]; embed_tokens when tied
+  Weight lm_head;                    // [V, H]; embed_tokens when tied
   std::vector<std::string> ignored;  // the file's tensors outside the model (rotary buffers, …)
 };
 
-// Every tensor the model holds (empty ones, such as absent biases, skipped; a tied lm_head once).
-void for_each_tensor(const DecoderModel& model, const std::function<void(const Tensor&)>& visit);
+// Every tensor the model holds, as stored: its bytes and how many values they hold (empty ones, such as
+// absent biases, skipped; a tied lm_head once).
+void for_each_tensor(const DecoderModel& model,
+                     const std::function<void(const void* data, size_t bytes, size_t values)>& visit);
+// The bytes the model's tensors take in memory (half-precision ones at two bytes a value).
+size_t decoder_weight_bytes(const DecoderModel& model);
+// How its matrices are held: "bfloat16", "float16" or "float32" (the embedding's, which the others share
+// in every checkpoint transformers saves).
+std::string decoder_weight_dtype(const DecoderModel& model);
 
 // The model from tensors under Hugging Face's names (model.embed_tokens.weight, …, lm_head.weight; NeoX's
 // gpt_neox.embed_in.weight, …, embed_out.weight);
 // missing and wrongly shaped tensors are one InputError naming `file` and each tensor.
-DecoderModel load_decoder(const DecoderConfig& config, std::vector<NamedTensor> tensors, const std::string& file);
-// `path`: model.safetensors, or a sharded checkpoint's model.safetensors.index.json.
+DecoderModel load_decoder(const DecoderConfig& config, std::vector<NamedWeight> tensors, const std::string& file);
+// `path`: model.safetensors, or a sharded checkpoint's model.safetensors.index.json; bfloat16 and float16
+// matrices stay half precision (read_checkpoint_weights) unless `widen` (float32 throughout: the same values).
 DecoderModel read_decoder_weights(const DecoderConfig& config, const std::string& path, const std::string& file_name,
-                                  const ReadProgress& progress = nullptr);
+                                  const ReadProgress& progress = nullptr, bool widen = false);
 
 // transformers' inv_freq [rotary_dim / 2] and attention factor for this config (modeling_rope_utils).
 struct RotaryFrequencies {
@@ -144,8 +160,10 @@ Tensor decoder_input_gradient(const DecoderModel& model, const Trace& trace, con
 // What the playground's Masks view compares the masked weights with.
 Tensor decoder_unmasked_weights(const DecoderConfig& config, const Trace& trace, size_t layer);
 // Every tensor under Hugging Face's name, as {Llama,…}ForCausalLM.state_dict() gives it (a tied lm_head
-// left out, as save_pretrained leaves it).
+// left out, as save_pretrained leaves it), widened to float32.
 std::vector<NamedTensor> decoder_state_dict(const DecoderModel& model);
+// The same tensors as stored (what write_safetensors_weights writes as the checkpoint it came from).
+std::vector<NamedWeight> decoder_weights(const DecoderModel& model);
 // The logits a residual stream x [B, S, H] would give as the last layer's output: lm_head(model.norm(x)).
 Tensor decoder_unembed(const DecoderModel& model, const Tensor& x);
 

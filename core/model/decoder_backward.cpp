@@ -14,12 +14,16 @@ namespace attn {
 namespace {
 
 // grad_y [..., out] · W [out, in]: a linear layer's input gradient.
-Tensor through(const Tensor& grad_y, const Linear& l) {
-  const size_t out = l.weight.shape(0), in = l.weight.shape(1), rows = grad_y.size() / out;
+Tensor through(const Tensor& grad_y, const StoredLinear& l) {
+  const Weight& w = l.weight;
+  const size_t out = w.shape(0), in = w.shape(1), rows = grad_y.size() / out;
   Shape shape(grad_y.shape().begin(), grad_y.shape().end());
   shape.back() = in;
   Tensor grad_x = Tensor::from_shape(shape);
-  matmul(grad_y.data(), l.weight.data(), grad_x.data(), rows, out, in);
+  if (w.half())
+    matmul(grad_y.data(), HalfMatrix{w.bits(), w.half_type()}, grad_x.data(), rows, out, in);
+  else
+    matmul(grad_y.data(), w.values().data(), grad_x.data(), rows, out, in);
   return grad_x;
 }
 

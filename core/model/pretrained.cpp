@@ -224,16 +224,33 @@ Tensor last_position(const Tensor& x) {
   return last;
 }
 
-Tensor lookup(const Tensor& table, const std::vector<int64_t>& ids, size_t batch, size_t seq, const char* what) {
-  const size_t h = table.shape(1);
+namespace {
+
+// [B, S, H] from the rows `ids` picks of a [rows, H] table, each copied by copy_row(row, out).
+template <class CopyRow>
+Tensor lookup_rows(size_t rows, size_t h, const std::vector<int64_t>& ids, size_t batch, size_t seq, const char* what,
+                   CopyRow copy_row) {
   Tensor out = Tensor::from_shape({batch, seq, h});
   for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] < 0 || size_t(ids[i]) >= table.shape(0))
+    if (ids[i] < 0 || size_t(ids[i]) >= rows)
       throw InputError(std::string(what) + " " + std::to_string(ids[i]) + " is outside the model's " +
-                       std::to_string(table.shape(0)) + " rows");
-    std::copy_n(table.data() + size_t(ids[i]) * h, h, out.data() + i * h);
+                       std::to_string(rows) + " rows");
+    copy_row(size_t(ids[i]), out.data() + i * h);
   }
   return out;
+}
+
+}  // namespace
+
+Tensor lookup(const Weight& table, const std::vector<int64_t>& ids, size_t batch, size_t seq, const char* what) {
+  return lookup_rows(table.shape(0), table.shape(1), ids, batch, seq, what,
+                     [&](size_t row, float* out) { table.widen_rows(row, 1, out); });
+}
+
+Tensor lookup(const Tensor& table, const std::vector<int64_t>& ids, size_t batch, size_t seq, const char* what) {
+  const size_t h = table.shape(1);
+  return lookup_rows(table.shape(0), h, ids, batch, seq, what,
+                     [&](size_t row, float* out) { std::copy_n(table.data() + row * h, h, out); });
 }
 
 Tensor ids_tensor(const std::vector<int64_t>& ids, size_t batch, size_t seq) {

@@ -15,6 +15,7 @@ Tensor transposed(const Tensor& t);                    // [r, c] → [c, r]
 Tensor add_rows(const Tensor& x, const Tensor& rows);  // rows broadcast over x's leading dimensions
 // Rows of `table` picked by ids → [B, S, H]; an id outside the table is an InputError naming `what`.
 Tensor lookup(const Tensor& table, const std::vector<int64_t>& ids, size_t batch, size_t seq, const char* what);
+Tensor lookup(const Weight& table, const std::vector<int64_t>& ids, size_t batch, size_t seq, const char* what);
 // [B, S, H] → [B, 1, H]: each row's last position (the LM head's input when only the next token counts).
 Tensor last_position(const Tensor& x);
 Tensor ids_tensor(const std::vector<int64_t>& ids, size_t batch, size_t seq);  // ids as a float [B, S] stage
