@@ -46,6 +46,7 @@ void add_download_quiet_flag(CLI::App& cmd, bool& quiet);
 struct EncodeOptions {
   ModelOptions model;
   std::string save_weights, save_npy, backend;  // backend empty: the exact reference path
+  std::string save_gradients;  // a Llama-family decoder's weights' gradients of the next-token loss
   std::string top_k = "10", temperature = "1";   // GPT-2's next-token list
   std::string ablate, ablate_mlp, ablation = "zero", mean_data;  // interventions (core/model/interventions.hpp)
   bool logit_lens = false;                                         // core/model/logit_lens.hpp

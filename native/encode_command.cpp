@@ -303,8 +303,15 @@ struct PretrainedRun {
   }
 };
 
+// --save-gradients on a model other than a Llama-family decoder.
+void refuse_gradients(const EncodeOptions& o) {
+  if (!o.save_gradients.empty())
+    throw InputError("--save-gradients is for a Llama-family checkpoint (" + decoder_architectures() + ")");
+}
+
 void run_pretrained(const EncodeOptions& o, const PretrainedFiles& files) {
   if (!o.ids.empty()) throw InputError("--ids is for the tutorial's classifier; give a checkpoint sentences");
+  refuse_gradients(o);
   if (!o.backend.empty() || !o.save_weights.empty())
     throw InputError("--backend and --save-weights are for the tutorial's classifier, not a checkpoint");
   const size_t k = parse_size("--top-k", o.top_k, 1);
@@ -454,6 +461,24 @@ std::pair<size_t, size_t> rotary_positions(const std::string& text) {
   return {parse_size("--rotary's query", text.substr(0, comma), 0), parse_size("--rotary's key", text.substr(comma + 1), 0)};
 }
 
+// --save-gradients FILE: every weight's gradient of the mean next-token cross-entropy over each row's real
+// positions (position p predicts token p + 1; a row's last position and its padding predict nothing), as
+// a causal LM's training step computes it (transformers' labels = input_ids), as safetensors, the loss in
+// its metadata.
+void save_decoder_gradients(const std::string& path, const DecoderRun& run, const std::vector<int64_t>& ids) {
+  if (!run.ablation.empty())
+    throw InputError("--save-gradients takes the model as it is: drop --ablate and --ablate-mlp");
+  const size_t seq = run.rows[0].size();
+  std::vector<int64_t> labels(ids.size(), -100);
+  for (size_t row = 0; row < run.rows.size(); ++row)
+    for (size_t p = 0; p + 1 < run.lengths[row]; ++p) labels[row * seq + p] = ids[row * seq + p + 1];
+  Tensor grad;
+  const float loss = cross_entropy(run.trace.at("logits"), labels, 0.0, &grad);
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", double(loss));
+  write_safetensors(path, decoder_weight_gradients(run.model, run.trace, ids, grad), {{"loss", text}});
+}
+
 void run_decoder(const EncodeOptions& o, const PretrainedFiles& files, const Json& config_json) {
   if (!o.backend.empty() || !o.save_weights.empty() || !o.plot.stage.empty())
     throw InputError("a Llama-family checkpoint runs stage by stage only so far: drop --backend, --save-weights and --plot");
@@ -480,6 +505,7 @@ void run_decoder(const EncodeOptions& o, const PretrainedFiles& files, const Jso
     run->next.push_back(top_next_tokens(logits.data() + (row * seq + run->lengths[row] - 1) * V, V, k, temperature,
                                         [run](int64_t id) { return run->label(id); }));
   if (!o.save_npy.empty()) save_npy_dir(o.save_npy, run->trace);
+  if (!o.save_gradients.empty()) save_decoder_gradients(o.save_gradients, *run, ids);
   if (o.logit_lens) run->lens = logit_lens(run->model, run->trace, k);
   if (!o.rotary.empty()) {
     run->rotary = rotary_positions(o.rotary);
@@ -531,6 +557,7 @@ void run(const EncodeOptions& o) {
     throw InputError("--rotary splits a rotary score, a Llama-family model's (" + decoder_architectures() +
                      "); this model adds its positions to its embeddings");
   if (const auto files = pretrained_files(o.model)) return run_pretrained(o, *files);
+  refuse_gradients(o);
   if (!o.backend.empty() && o.logit_lens)
     throw InputError("--logit-lens reads the exact path's residual stream: drop --backend");
   auto run = std::make_shared<ClassifierRun>();
@@ -582,6 +609,8 @@ void add_encode_command(CLI::App& app, EncodeOptions& o) {
   cmd->add_option("--temperature", o.temperature, "GPT-2: the next-token list's softmax(logits / T) (default 1)");
   cmd->add_option("--save-weights", o.save_weights, "write the model's state_dict as safetensors");
   cmd->add_option("--save-npy", o.save_npy, "write every stage as FOLDER/<stage>.npy");
+  cmd->add_option("--save-gradients", o.save_gradients,
+                  "a Llama-family checkpoint: write every weight's gradient of the next-token loss as safetensors");
   add_plot_options(*cmd, o.plot);
   cmd->add_option("--ablate", o.ablate, "ablate attention heads LAYER.HEAD[,LAYER.HEAD...]: their output z "
                                         "(before the output projection) replaced (docs/interventions.md)");

@@ -235,6 +235,15 @@ attn_cli_case(lens_gpt2_text 0 "logit lens \\(each position's most likely next t
 # attn attribute: each method against the same computation in PyTorch (attribution_check.py: autograd,
 # Captum's Gauss–Legendre rule, networkx's maximum flow) on GPT-2, BERT and the classifier, and the bad inputs.
 add_test(NAME cli.attribute COMMAND /usr/bin/python3 "${CMAKE_CURRENT_SOURCE_DIR}/attribution_check.py" $<TARGET_FILE:attn>)
+# attn encode --save-gradients: every weight's gradient of the next-token loss on the nine decoder fixtures
+# against autograd (decoder_gradients_check.py).
+add_test(NAME cli.decoder_gradients COMMAND /usr/bin/python3 "${CMAKE_CURRENT_SOURCE_DIR}/decoder_gradients_check.py" $<TARGET_FILE:attn>)
+attn_cli_case(gradients_not_decoder 2 "--save-gradients is for a Llama-family checkpoint \\(LlamaForCausalLM"
+              encode --model-dir "${pre}/gpt2_tiny" --sentence "the dog" --save-gradients unwritten.safetensors)
+attn_cli_case(gradients_ablated 2 "--save-gradients takes the model as it is: drop --ablate"
+              encode --model-dir "${pre}/llama_tiny" --ids "1 2 3" --ablate 0.1 --save-gradients unwritten.safetensors)
+attn_cli_case(gradients_one_token 2 "no position has a target to predict"
+              encode --model-dir "${pre}/llama_tiny" --ids "5" --save-gradients unwritten.safetensors)
 set(attr attribute --model-dir "${pre}/gpt2_tiny" --sentence "the cat sat")
 set(attr_cls attribute --num-layers 2 --d-model 8 --num-heads 2 --num-classes 3 --sentence "a b c")
 string(REPEAT "the cat " 40 long_sentence)

@@ -152,9 +152,13 @@ std::string decoder_rotary_stage(const DecoderConfig& config, size_t layer);
 float decoder_embed_scale(const DecoderConfig& config);
 // The gradient of the token embeddings [B, S, H] (decoder_forward_embeddings' input) from the gradient of
 // model.norm's output [B, S, H], backward through every layer from what `trace` (that forward's) recorded
-// (core/model/decoder_backward.cpp). The input's gradient alone: the weights' gradients are not computed
-// (training the decoders is not done yet).
+// (core/model/decoder_backward.cpp). The input's gradient alone (attribution's).
 Tensor decoder_input_gradient(const DecoderModel& model, const Trace& trace, const Tensor& grad_normed);
+// The gradient of every weight, named and laid out as decoder_state_dict gives the weights (float32; a tied
+// lm_head's part in the embedding's), from the gradient of the logits [B, S, V] of the run on `ids` that
+// `trace` recorded (decoder_forward without a cache; every position's logits).
+std::vector<NamedTensor> decoder_weight_gradients(const DecoderModel& model, const Trace& trace,
+                                                  const std::vector<int64_t>& ids, const Tensor& grad_logits);
 // Layer `layer`'s attention weights [B, n, S, S] as if no key were masked (no causal mask, no window):
 // the softmax of its scaled (Gemma: capped) scores from the trace's queries_rotated and keys_rotated.
 // What the playground's Masks view compares the masked weights with.

@@ -1,7 +1,8 @@
-// The Llama family's backward pass for the input's gradient (decoder_input_gradient, decoder.hpp): each
-// step of decoder.cpp's forward undone in reverse, reading the activations its trace recorded (the stage
-// names of docs/decoders.md), as autograd reads what the forward saved. In double where the forward's
-// reductions are (the norms), else float as the forward computes.
+// The Llama family's backward pass (decoder_input_gradient and decoder_weight_gradients, decoder.hpp):
+// each step of decoder.cpp's forward undone in reverse, reading the activations its trace recorded (the
+// stage names of docs/decoders.md), as autograd reads what the forward saved. In double where the
+// forward's reductions are (the norms), else float as the forward computes. The weights' gradients are
+// gathered in a DecoderModel of float32 gradients (null: the input's gradient alone, as attribution asks).
 #include <cmath>
 #include <string>
 
@@ -12,6 +13,58 @@
 
 namespace attn {
 namespace {
+
+void add_to(Tensor& into, const Tensor& t) { add(into.data(), t.data(), into.data(), into.size()); }
+
+// A zero tensor of t's shape (a gradient to accumulate into), or an empty one for an empty t.
+Tensor zeros_like(const Tensor& t) {
+  if (t.dimension() == 0) return Tensor();
+  Tensor out = Tensor::from_shape(t.shape());
+  out.fill(0.0f);
+  return out;
+}
+
+// The gradients of a layer's weights, added up over the backward: matrices and biases by linear_grad,
+// norms' weights (and NeoX's biases) by norm_backward.
+struct LinearGrad {
+  Tensor weight, bias;
+};
+struct LayerGrads {
+  LinearGrad q, k, v, o, gate, up, down;
+  LayerNorm input_norm, post_attention_norm, pre_feedforward_norm, post_feedforward_norm;
+  Tensor q_norm, k_norm;
+};
+
+LinearGrad zeros_like(const StoredLinear& l) {
+  if (l.weight.dimension() == 0) return {};
+  Tensor w = Tensor::from_shape(l.weight.shape());
+  w.fill(0.0f);
+  return {std::move(w), zeros_like(l.bias)};
+}
+
+LayerNorm zeros_like(const LayerNorm& n) { return {zeros_like(n.weight), zeros_like(n.bias)}; }
+
+LayerGrads zeros_like(const DecoderLayer& l) {
+  return {zeros_like(l.q_proj),       zeros_like(l.k_proj),       zeros_like(l.v_proj),
+          zeros_like(l.o_proj),       zeros_like(l.gate_proj),    zeros_like(l.up_proj),
+          zeros_like(l.down_proj),    zeros_like(l.input_norm),   zeros_like(l.post_attention_norm),
+          zeros_like(l.pre_feedforward_norm), zeros_like(l.post_feedforward_norm), zeros_like(l.q_norm),
+          zeros_like(l.k_norm)};
+}
+
+// dW += grad_yᵀ · x, db += Σ_rows grad_y (when g is non-null): a linear layer's weights' gradients from its
+// output's gradient and its input x.
+void linear_grad(const Tensor& grad_y, const Tensor& x, LinearGrad* g) {
+  if (!g) return;
+  const size_t out = g->weight.shape(0), in = g->weight.shape(1), rows = grad_y.size() / out;
+  Tensor w = Tensor::from_shape({out, in});
+  matmul_tn(grad_y.data(), x.data(), w.data(), out, rows, in);
+  add_to(g->weight, w);
+  if (g->bias.dimension() == 0) return;
+  Tensor b = Tensor::from_shape({out});
+  column_sums(grad_y.data(), rows, out, b.data());
+  add_to(g->bias, b);
+}
 
 // grad_y [..., out] · W [out, in]: a linear layer's input gradient.
 Tensor through(const Tensor& grad_y, const StoredLinear& l) {
@@ -27,11 +80,16 @@ Tensor through(const Tensor& grad_y, const StoredLinear& l) {
   return grad_x;
 }
 
-void add_to(Tensor& into, const Tensor& t) { add(into.data(), t.data(), into.data(), into.size()); }
+// The same, and the weights' gradients from x (the layer's input) when g is non-null.
+Tensor through(const Tensor& grad_y, const StoredLinear& l, const Tensor& x, LinearGrad* g) {
+  linear_grad(grad_y, x, g);
+  return through(grad_y, l);
+}
 
 // y = (offset + w) · x · s over each row of n, s = 1 / √(mean(x²) + eps): with a = (offset + w) · g,
-// dx = s · a − x · s³ · mean(a · x).
-Tensor rms_norm_backward(const Tensor& x, const Tensor& weight, double eps, float offset, const Tensor& grad) {
+// dx = s · a − x · s³ · mean(a · x); dw += g · x · s (when grad_weight is non-null).
+Tensor rms_norm_backward(const Tensor& x, const Tensor& weight, double eps, float offset, const Tensor& grad,
+                         Tensor* grad_weight = nullptr) {
   const size_t n = weight.size();
   Tensor out = Tensor::from_shape(x.shape());
   for (size_t row = 0; row < x.size() / n; ++row) {
@@ -43,16 +101,21 @@ Tensor rms_norm_backward(const Tensor& x, const Tensor& weight, double eps, floa
     for (size_t i = 0; i < n; ++i)
       out.data()[row * n + i] =
           float(s * (offset + double(weight.data()[i])) * g[i] - double(in[i]) * s * s * s * dot / double(n));
+    if (grad_weight)
+      for (size_t i = 0; i < n; ++i) grad_weight->data()[i] += float(double(g[i]) * double(float(in[i] * float(s))));
   }
   return out;
 }
 
-Tensor norm_backward(const DecoderConfig& c, const Tensor& x, const LayerNorm& n, const Tensor& grad) {
+// A norm's backward; its weight's (and bias's) gradients added to `grads` when non-null.
+Tensor norm_backward(const DecoderConfig& c, const Tensor& x, const LayerNorm& n, const Tensor& grad,
+                     LayerNorm* grads = nullptr) {
   if (c.norm == NormKind::layer_norm) {
     LayerNorm frozen;
-    return layer_norm_backward(x, n, grad, frozen, float(c.rms_norm_eps));
+    return layer_norm_backward(x, n, grad, grads ? *grads : frozen, float(c.rms_norm_eps));
   }
-  return rms_norm_backward(x, n.weight, c.rms_norm_eps, c.norm == NormKind::rms_one_plus ? 1.0f : 0.0f, grad);
+  const float offset = c.norm == NormKind::rms_one_plus ? 1.0f : 0.0f;
+  return rms_norm_backward(x, n.weight, c.rms_norm_eps, offset, grad, grads ? &grads->weight : nullptr);
 }
 
 // apply_rotary_pos_emb's transpose: out_i = x_i cos_i + r_i sin_i with r = [−x₂, x₁] over the first
@@ -81,26 +144,37 @@ void activate_backward(Tensor& grad, const Tensor& z, DecoderAct act) {
 
 struct LayerStages {
   const Trace& t;
-  std::string p;  // "model.layers.{i}."
+  std::string p;     // "model.layers.{i}."
+  LayerGrads* grads;  // null: the input's gradient alone
   const Tensor& operator()(const std::string& name) const { return t.at(p + name); }
+  LinearGrad* operator()(LinearGrad LayerGrads::*member) const { return grads ? &(grads->*member) : nullptr; }
+  LayerNorm* operator()(LayerNorm LayerGrads::*member) const { return grads ? &(grads->*member) : nullptr; }
 };
 
-// LlamaMLP / GPTNeoXMLP backward from the gradient of down_proj's output to that of its input (the norm's
-// output).
-Tensor mlp_backward(const DecoderConfig& c, const DecoderLayer& l, const LayerStages& at, const Tensor& grad) {
+// LlamaMLP / GPTNeoXMLP backward from the gradient of down_proj's output to that of its input x (the
+// norm's output).
+Tensor mlp_backward(const DecoderConfig& c, const DecoderLayer& l, const LayerStages& at, const Tensor& x,
+                    const Tensor& grad) {
   const bool gated = c.mlp == MlpKind::gated;
-  Tensor g = through(grad, l.down_proj);
+  const Tensor& act = at("mlp.act");
   if (!gated) {
+    Tensor g = through(grad, l.down_proj, act, at(&LayerGrads::down));
     activate_backward(g, at("mlp.up_proj"), c.act);
-    return through(g, l.up_proj);
+    return through(g, l.up_proj, x, at(&LayerGrads::up));
   }
-  const Tensor &act = at("mlp.act"), &up = at("mlp.up_proj");
+  const Tensor& up = at("mlp.up_proj");
+  Tensor product;  // down_proj's input, as the forward made it: for its weight's gradient
+  if (at.grads) {
+    product = Tensor::from_shape(act.shape());
+    multiply(act.data(), up.data(), product.data(), act.size());
+  }
+  Tensor g = through(grad, l.down_proj, product, at(&LayerGrads::down));
   Tensor g_up = Tensor::from_shape(g.shape());
   multiply(g.data(), act.data(), g_up.data(), g.size());
   multiply(g.data(), up.data(), g.data(), g.size());
   activate_backward(g, at("mlp.gate_proj"), c.act);
-  Tensor g_in = through(g, l.gate_proj);
-  add_to(g_in, through(g_up, l.up_proj));
+  Tensor g_in = through(g, l.gate_proj, x, at(&LayerGrads::gate));
+  add_to(g_in, through(g_up, l.up_proj, x, at(&LayerGrads::up)));
   return g_in;
 }
 
@@ -108,10 +182,11 @@ Tensor mlp_backward(const DecoderConfig& c, const DecoderLayer& l, const LayerSt
 // output): o_proj, the heads' softmax(QKᵀ / divisor (capped, masked)) · V with grouped key/value heads
 // (each key/value head's gradient sums its query heads'), the rotation, Qwen3's and Gemma 3's q/k norms,
 // then the projections.
-Tensor attention_backward(const DecoderModel& m, size_t index, const LayerStages& at, const Tensor& grad) {
+Tensor attention_backward(const DecoderModel& m, size_t index, const LayerStages& at, const Tensor& x,
+                          const Tensor& grad) {
   const DecoderConfig& c = m.config;
   const DecoderLayer& l = m.layers[index];
-  const Tensor g_context = split_heads(through(grad, l.o_proj), c.num_heads);
+  const Tensor g_context = split_heads(through(grad, l.o_proj, at("self_attn.merged"), at(&LayerGrads::o)), c.num_heads);
   const Tensor &weights = at("self_attn.attn_weights"), &scores = at("self_attn.scores");
   const Tensor &q = at("self_attn.queries_rotated"), &k = at("self_attn.keys_rotated"), &v = at("self_attn.v_proj");
   const size_t B = q.shape(0), n = c.num_heads, kv = c.num_kv_heads, g = c.group(), S = q.shape(2), d = q.shape(3);
@@ -143,12 +218,14 @@ Tensor attention_backward(const DecoderModel& m, size_t index, const LayerStages
   dk = rotate_backward(dk, cos, sin);
   if (c.qk_norm) {
     const float offset = c.norm == NormKind::rms_one_plus ? 1.0f : 0.0f;
-    dq = rms_norm_backward(at("self_attn.q_proj"), l.q_norm, c.rms_norm_eps, offset, dq);
-    dk = rms_norm_backward(at("self_attn.k_proj"), l.k_norm, c.rms_norm_eps, offset, dk);
+    dq = rms_norm_backward(at("self_attn.q_proj"), l.q_norm, c.rms_norm_eps, offset, dq,
+                           at.grads ? &at.grads->q_norm : nullptr);
+    dk = rms_norm_backward(at("self_attn.k_proj"), l.k_norm, c.rms_norm_eps, offset, dk,
+                           at.grads ? &at.grads->k_norm : nullptr);
   }
-  Tensor g_in = through(merge_heads(dq), l.q_proj);
-  add_to(g_in, through(merge_heads(dk), l.k_proj));
-  add_to(g_in, through(merge_heads(dv), l.v_proj));
+  Tensor g_in = through(merge_heads(dq), l.q_proj, x, at(&LayerGrads::q));
+  add_to(g_in, through(merge_heads(dk), l.k_proj, x, at(&LayerGrads::k)));
+  add_to(g_in, through(merge_heads(dv), l.v_proj, x, at(&LayerGrads::v)));
   return g_in;
 }
 
@@ -156,36 +233,90 @@ Tensor attention_backward(const DecoderModel& m, size_t index, const LayerStages
 Tensor layer_backward(const DecoderModel& m, size_t index, const Tensor& x, const LayerStages& at, Tensor grad) {
   const DecoderConfig& c = m.config;
   const DecoderLayer& l = m.layers[index];
+  const Tensor& h = at("input_layernorm");
   if (c.parallel_residual) {  // x + attn(norm1(x)) + mlp(norm2(x))
     Tensor g_x = grad;
-    add_to(g_x, norm_backward(c, x, l.post_attention_norm, mlp_backward(c, l, at, grad)));
-    add_to(g_x, norm_backward(c, x, l.input_norm, attention_backward(m, index, at, grad)));
+    const Tensor mlp_grad = mlp_backward(c, l, at, at("post_attention_layernorm"), grad);
+    add_to(g_x, norm_backward(c, x, l.post_attention_norm, mlp_grad, at(&LayerGrads::post_attention_norm)));
+    const Tensor attention_grad = attention_backward(m, index, at, h, grad);
+    add_to(g_x, norm_backward(c, x, l.input_norm, attention_grad, at(&LayerGrads::input_norm)));
     return g_x;
   }
   // out = residual + [post_feedforward_norm](mlp(pre-MLP norm(residual)))
   Tensor branch = grad;
-  if (c.sandwich_norms) branch = norm_backward(c, at("mlp.down_proj"), l.post_feedforward_norm, branch);
+  if (c.sandwich_norms)
+    branch = norm_backward(c, at("mlp.down_proj"), l.post_feedforward_norm, branch, at(&LayerGrads::post_feedforward_norm));
   const LayerNorm& pre_mlp = c.sandwich_norms ? l.pre_feedforward_norm : l.post_attention_norm;
-  add_to(grad, norm_backward(c, at("residual"), pre_mlp, mlp_backward(c, l, at, branch)));
+  const Tensor& mlp_input = at(c.sandwich_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm");
+  const Tensor mlp_grad = mlp_backward(c, l, at, mlp_input, branch);
+  add_to(grad, norm_backward(c, at("residual"), pre_mlp, mlp_grad,
+                             at(c.sandwich_norms ? &LayerGrads::pre_feedforward_norm : &LayerGrads::post_attention_norm)));
   // residual = x + [post_attention_norm](attention(input_norm(x)))
   branch = grad;
-  if (c.sandwich_norms) branch = norm_backward(c, at("self_attn.o_proj"), l.post_attention_norm, branch);
-  add_to(grad, norm_backward(c, x, l.input_norm, attention_backward(m, index, at, branch)));
+  if (c.sandwich_norms)
+    branch = norm_backward(c, at("self_attn.o_proj"), l.post_attention_norm, branch, at(&LayerGrads::post_attention_norm));
+  add_to(grad, norm_backward(c, x, l.input_norm, attention_backward(m, index, at, h, branch), at(&LayerGrads::input_norm)));
   return grad;
 }
 
-}  // namespace
-
-Tensor decoder_input_gradient(const DecoderModel& m, const Trace& t, const Tensor& grad_normed) {
+// Every layer's backward, then the embedding scale: the token embeddings' gradient from model.norm's
+// output's; the weights' gradients into `layers` and `final_norm` when given.
+Tensor backward(const DecoderModel& m, const Trace& t, const Tensor& grad_normed, std::vector<LayerGrads>* layers,
+                LayerNorm* final_norm) {
   const size_t L = m.layers.size();
   const auto input_of = [&](size_t i) -> const Tensor& {
     return t.at(i ? "model.layers." + std::to_string(i - 1) : "model.embed_tokens");
   };
-  Tensor grad = norm_backward(m.config, input_of(L), m.norm, grad_normed);
-  for (size_t i = L; i-- > 0;)
-    grad = layer_backward(m, i, input_of(i), LayerStages{t, "model.layers." + std::to_string(i) + "."}, std::move(grad));
+  Tensor grad = norm_backward(m.config, input_of(L), m.norm, grad_normed, final_norm);
+  for (size_t i = L; i-- > 0;) {
+    const LayerStages at{t, "model.layers." + std::to_string(i) + ".", layers ? &(*layers)[i] : nullptr};
+    grad = layer_backward(m, i, input_of(i), at, std::move(grad));
+  }
   multiply_scalar(grad.data(), grad.size(), decoder_embed_scale(m.config));  // Gemma's × √hidden
   return grad;
+}
+
+Weight weight_of(Tensor t) { return t.dimension() ? Weight(std::move(t)) : Weight(); }
+
+}  // namespace
+
+Tensor decoder_input_gradient(const DecoderModel& m, const Trace& t, const Tensor& grad_normed) {
+  return backward(m, t, grad_normed, nullptr, nullptr);
+}
+
+std::vector<NamedTensor> decoder_weight_gradients(const DecoderModel& m, const Trace& t, const std::vector<int64_t>& ids,
+                                                  const Tensor& grad_logits) {
+  const DecoderConfig& c = m.config;
+  const size_t V = c.vocab_size, H = c.hidden_size, rows = grad_logits.size() / V;
+  if (rows != ids.size() || t.at("logits").size() != grad_logits.size())
+    throw std::logic_error("decoder_weight_gradients: the logits' gradient does not fit the run");
+  Tensor g = grad_logits;  // through Gemma's final cap: d(c·tanh(z/c))/dz = 1 − (y/c)²
+  if (c.final_softcap > 0)
+    for (size_t i = 0; i < g.size(); ++i) {
+      const double y = t.at("logits").data()[i] / c.final_softcap;
+      g.data()[i] = float(g.data()[i] * (1.0 - y * y));
+    }
+  Tensor head = Tensor::from_shape({V, H});  // lm_head: gᵀ · model.norm's output
+  matmul_tn(g.data(), t.at("model.norm").data(), head.data(), V, rows, H);
+  std::vector<LayerGrads> layers;
+  for (const DecoderLayer& l : m.layers) layers.push_back(zeros_like(l));
+  LayerNorm final_norm = zeros_like(m.norm);
+  const Tensor embeds = backward(m, t, through(g, StoredLinear{m.lm_head, Tensor()}), &layers, &final_norm);
+  Tensor embed = c.tie_word_embeddings ? head : zeros_like(head);  // each id's row gathers its positions'
+  for (size_t p = 0; p < ids.size(); ++p)
+    add(embed.data() + size_t(ids[p]) * H, embeds.data() + p * H, embed.data() + size_t(ids[p]) * H, H);
+  DecoderModel grads;  // shaped as the model, so that decoder_state_dict names (and fuses) as for weights
+  grads.config = c;
+  grads.embed_tokens = std::move(embed);
+  grads.lm_head = c.tie_word_embeddings ? grads.embed_tokens : Weight(std::move(head));
+  grads.norm = std::move(final_norm);
+  for (LayerGrads& l : layers) {
+    const auto linear = [](LinearGrad& x) { return StoredLinear{weight_of(std::move(x.weight)), std::move(x.bias)}; };
+    grads.layers.push_back({std::move(l.input_norm), std::move(l.post_attention_norm), std::move(l.pre_feedforward_norm),
+                            std::move(l.post_feedforward_norm), linear(l.q), linear(l.k), linear(l.v), linear(l.o),
+                            std::move(l.q_norm), std::move(l.k_norm), linear(l.gate), linear(l.up), linear(l.down)});
+  }
+  return decoder_state_dict(grads);
 }
 
 }  // namespace attn
