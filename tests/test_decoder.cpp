@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "core/base/bits.hpp"
 #include "core/base/error.hpp"
 #include "core/io/safetensors_index.hpp"
 #include "core/model/decoder.hpp"
@@ -266,17 +267,22 @@ TEST_CASE("decoder views: rotary pairs add up to the scores stage, by_distance m
 
 namespace {
 
-// A float16 copy of a float32 fixture's weights (rounded by the compiler's _Float16, to nearest even),
-// written as one model.safetensors.
+// x as float16 bits, the mantissa truncated and magnitudes under 2^-14 flushed to zero: any float16 values
+// serve, as both models compared below widen the same bits (and not every compiler has _Float16).
+uint16_t float16_bits(float x) {
+  const uint32_t bits = bits_of(x), sign = (bits >> 16) & 0x8000u;
+  const int exponent = int((bits >> 23) & 0xFFu) - 127 + 15;
+  if (exponent <= 0) return uint16_t(sign);
+  if (exponent >= 31) return uint16_t(sign | 0x7BFFu);  // the largest finite value
+  return uint16_t(sign | uint32_t(exponent) << 10 | ((bits >> 13) & 0x3FFu));
+}
+
+// A float16 copy of a float32 fixture's weights, written as one model.safetensors.
 std::string float16_copy(const std::string& model) {
   std::vector<NamedWeight> weights;
   for (const NamedTensor& t : read_checkpoint(pretrained_files_in(dir + model).weights, nullptr)) {
     auto bits = std::make_shared<std::vector<uint16_t>>();
-    for (float x : t.value) {
-      const _Float16 h = static_cast<_Float16>(x);
-      bits->push_back(0);
-      std::memcpy(&bits->back(), &h, sizeof h);
-    }
+    for (float x : t.value) bits->push_back(float16_bits(x));
     weights.push_back({t.name, Weight(HalfType::f16, Shape(t.value.shape().begin(), t.value.shape().end()),
                                       std::shared_ptr<const uint16_t>(bits, bits->data()))});
   }

@@ -2,7 +2,7 @@
 // each step of decoder.cpp's forward undone in reverse, reading the activations its trace recorded (the
 // stage names of docs/decoders.md), as autograd reads what the forward saved. In double where the
 // forward's reductions are (the norms), else float as the forward computes. The weights' gradients are
-// gathered in a DecoderModel of float32 gradients (null: the input's gradient alone, as attribution asks).
+// gathered per layer when asked (LayerGrads; attribution asks for the input's gradient alone).
 #include <cmath>
 #include <string>
 
