@@ -293,3 +293,37 @@ TEST_CASE("an input error quoting bytes that are not UTF-8 is well-formed UTF-8"
         "caf\xc3\xa9 \\xed\\xa0\\x80 \\xf4\\x90\\x80\\x80 \\xc3");
   fs::remove(path);
 }
+
+TEST_CASE("the half-keeping reader gives read_safetensors' values, from the mapping or read at an odd offset",
+          "[safetensors]") {
+  const auto files = attn::test::load_fixture("safetensors/expected.json").at("safetensors");
+  for (const auto& [file, tensors] : files.items()) {
+    CAPTURE(file);
+    const auto widened = attn::read_safetensors(fixture(file));
+    const auto kept = attn::read_safetensors_weights(fixture(file));
+    REQUIRE(kept.size() == widened.size());
+    for (size_t i = 0; i < kept.size(); ++i) {
+      CAPTURE(kept[i].name);
+      CHECK(kept[i].name == widened[i].name);
+      CHECK(bits_of(kept[i].value.widened()) == bits_of(widened[i].value));
+    }
+  }
+  // A header of odd length puts the data at an odd offset, where no uint16_t may be read from the mapping:
+  // the tensors are read into buffers, an empty one too.
+  std::string header = R"({"a":{"dtype":"BF16","shape":[0],"data_offsets":[0,0]},"b":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})";
+  if (header.size() % 2 == 0) header += ' ';
+  const uint64_t length = header.size();
+  const std::string path = (fs::temp_directory_path() / "attn_test_odd_half.safetensors").string();
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(&length), 8);
+    out << header << std::string("\x00\x3c\x00\xc0", 4);  // float16 1 and −2
+  }
+  const auto kept = attn::read_safetensors_weights(path);
+  REQUIRE(kept.size() == 2);
+  CHECK((kept[0].value.half() && kept[0].value.size() == 0 && kept[0].value.widened().size() == 0));
+  CHECK((kept[1].value.half() && kept[1].value.half_type() == attn::HalfType::f16));
+  const Tensor b = kept[1].value.widened();
+  CHECK((b(0) == 1.0f && b(1) == -2.0f));
+  fs::remove(path);
+}

@@ -10,7 +10,7 @@ Weight::Weight(Tensor values)
     : shape_(values.shape().begin(), values.shape().end()), values_(std::make_shared<Tensor>(std::move(values))) {}
 
 Weight::Weight(HalfType type, Shape shape, std::shared_ptr<const uint16_t> bits)
-    : shape_(std::move(shape)), type_(type), bits_(std::move(bits)) {}
+    : shape_(std::move(shape)), half_(true), type_(type), bits_(std::move(bits)) {}
 
 size_t Weight::size() const {
   size_t n = 1;

@@ -23,7 +23,7 @@ class Weight {
   size_t shape(size_t i) const { return shape_.at(i); }
   size_t dimension() const { return shape_.size(); }
   size_t size() const;
-  bool half() const { return bits_ != nullptr; }
+  bool half() const { return half_; }
   HalfType half_type() const { return type_; }
   const uint16_t* bits() const { return bits_.get(); }
   // The float32 values; only for a float32 weight (a half one is widened: widened(), widen_rows()).
@@ -41,8 +41,9 @@ class Weight {
  private:
   Shape shape_;
   std::shared_ptr<Tensor> values_;
+  bool half_ = false;
   HalfType type_ = HalfType::bf16;
-  std::shared_ptr<const uint16_t> bits_;
+  std::shared_ptr<const uint16_t> bits_;  // null for an empty half tensor read into an empty buffer
 };
 
 }  // namespace attn
