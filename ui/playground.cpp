@@ -706,8 +706,10 @@ void compute_decoder(const LoadedModel& loaded, const PlaygroundConfig& c, Compu
   // attn encode --json's document (less its next_tokens and config), transformers' tokens in it.
   std::vector<std::vector<int64_t>> rows;
   for (size_t b = 0; b < B; ++b) rows.emplace_back(in.ids.begin() + long(b * S), in.ids.begin() + long((b + 1) * S));
+  const DecoderModel& decoder = *loaded.decoder;
   out.header = {{"family", t.model_type},   {"architecture", t.architecture},
-                {"ignored", loaded.decoder->ignored}, {"input_ids", rows},
+                {"weights", {{"dtype", decoder_weight_dtype(decoder)}, {"bytes", decoder_weight_bytes(decoder)}}},
+                {"ignored", decoder.ignored}, {"input_ids", rows},
                 {"lengths", in.lengths},   {"tokens", in.tokens},
                 {"first_token_attention", first_token_attention(out.trace, t.num_layers)}};
   out.decoder = loaded.decoder;
