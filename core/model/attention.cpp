@@ -103,16 +103,19 @@ Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& grad
   const size_t out_features = weight.shape(0), in_features = weight.shape(1), rows = x.size() / in_features;
   Tensor grad_x = Tensor::from_shape(x.shape());
   matmul(grad_y.data(), weight.data(), grad_x.data(), rows, out_features, in_features);
-  if (frozen(grad_weight)) return grad_x;
+  if (!frozen(grad_weight)) linear_weight_backward(x, grad_y, grad_weight, grad_bias);
+  return grad_x;
+}
+
+void linear_weight_backward(const Tensor& x, const Tensor& grad_y, Tensor& grad_weight, Tensor* grad_bias) {
+  const size_t out_features = grad_weight.shape(0), in_features = grad_weight.shape(1), rows = x.size() / in_features;
   Tensor grad_w = Tensor::from_shape({out_features, in_features});
   matmul_tn(grad_y.data(), x.data(), grad_w.data(), out_features, rows, in_features);
   add_to(grad_weight, grad_w);
-  if (grad_bias) {
-    Tensor grad_b = Tensor::from_shape({out_features});
-    column_sums(grad_y.data(), rows, out_features, grad_b.data());
-    add_to(*grad_bias, grad_b);
-  }
-  return grad_x;
+  if (!grad_bias) return;
+  Tensor grad_b = Tensor::from_shape({out_features});
+  column_sums(grad_y.data(), rows, out_features, grad_b.data());
+  add_to(*grad_bias, grad_b);
 }
 
 MaskKind parse_mask_kind(const std::string& text) {

@@ -30,6 +30,9 @@ Tensor linear(const Tensor& x, const Weight& weight, const Tensor* bias = nullpt
 // A frozen grad_weight (below) skips both sums: the layer's parameters are frozen together.
 Tensor linear_backward(const Tensor& x, const Tensor& weight, const Tensor& grad_y, Tensor& grad_weight,
                        Tensor* grad_bias);
+// Those two sums alone (a layer whose input gradient is computed apart, as the decoders' half-precision
+// weights are read).
+void linear_weight_backward(const Tensor& x, const Tensor& grad_y, Tensor& grad_weight, Tensor* grad_bias);
 
 enum class MaskKind { none, padding, causal, padding_causal };
 MaskKind parse_mask_kind(const std::string& text);  // none|padding|causal|padding+causal

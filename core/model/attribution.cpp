@@ -365,11 +365,12 @@ void decoder_logit_attribution(const DecoderModel& m, const Trace& run, Attribut
   s.bias_name = s.centre ? "norm.bias" : "";
   s.embeddings = {{"embed", run.at("model.embed_tokens").data() + p * H}};
   s.heads = c.num_heads, s.head_dim = c.head_dim;
-  std::vector<Tensor> w_o(L);  // o_proj widened to float32
+  std::vector<Tensor> widened(L);  // a half-precision o_proj as float32
   for (size_t l = 0; l < L; ++l) {
     const std::string prefix = "model.layers." + std::to_string(l) + ".";
-    w_o[l] = m.layers[l].o_proj.weight.widened();
-    s.layers.push_back({run.at(prefix + "self_attn.merged").data() + p * c.num_heads * c.head_dim, w_o[l].data(),
+    const Weight& w_o = m.layers[l].o_proj.weight;
+    const float* w = w_o.half() ? (widened[l] = w_o.widened()).data() : w_o.values().data();
+    s.layers.push_back({run.at(prefix + "self_attn.merged").data() + p * c.num_heads * c.head_dim, w,
                         &m.layers[l].o_proj.bias, run.at(prefix + "mlp.down_proj").data() + p * H});
   }
   std::vector<float> unembed(H);

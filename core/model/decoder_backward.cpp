@@ -16,15 +16,17 @@ namespace {
 
 void add_to(Tensor& into, const Tensor& t) { add(into.data(), t.data(), into.data(), into.size()); }
 
-// A zero tensor of t's shape (a gradient to accumulate into), or an empty one for an empty t.
-Tensor zeros_like(const Tensor& t) {
-  if (t.dimension() == 0) return Tensor();
-  Tensor out = Tensor::from_shape(t.shape());
+// A gradient to accumulate into: zeros of the shape.
+Tensor zeros(const Shape& shape) {
+  Tensor out = Tensor::from_shape(shape);
   out.fill(0.0f);
   return out;
 }
 
-// The gradients of a layer's weights, added up over the backward: matrices and biases by linear_grad,
+// Zeros of t's shape, or an empty tensor for an empty t (an absent bias).
+Tensor zeros_like(const Tensor& t) { return t.dimension() ? zeros(Shape(t.shape().begin(), t.shape().end())) : Tensor(); }
+
+// The gradients of a layer's weights, added up over the backward: matrices and biases by through(),
 // norms' weights (and NeoX's biases) by norm_backward.
 struct LinearGrad {
   Tensor weight, bias;
@@ -36,10 +38,7 @@ struct LayerGrads {
 };
 
 LinearGrad zeros_like(const StoredLinear& l) {
-  if (l.weight.dimension() == 0) return {};
-  Tensor w = Tensor::from_shape(l.weight.shape());
-  w.fill(0.0f);
-  return {std::move(w), zeros_like(l.bias)};
+  return l.weight.dimension() ? LinearGrad{zeros(l.weight.shape()), zeros_like(l.bias)} : LinearGrad{};
 }
 
 LayerNorm zeros_like(const LayerNorm& n) { return {zeros_like(n.weight), zeros_like(n.bias)}; }
@@ -50,20 +49,6 @@ LayerGrads zeros_like(const DecoderLayer& l) {
           zeros_like(l.down_proj),    zeros_like(l.input_norm),   zeros_like(l.post_attention_norm),
           zeros_like(l.pre_feedforward_norm), zeros_like(l.post_feedforward_norm), zeros_like(l.q_norm),
           zeros_like(l.k_norm)};
-}
-
-// dW += grad_yᵀ · x, db += Σ_rows grad_y (when g is non-null): a linear layer's weights' gradients from its
-// output's gradient and its input x.
-void linear_grad(const Tensor& grad_y, const Tensor& x, LinearGrad* g) {
-  if (!g) return;
-  const size_t out = g->weight.shape(0), in = g->weight.shape(1), rows = grad_y.size() / out;
-  Tensor w = Tensor::from_shape({out, in});
-  matmul_tn(grad_y.data(), x.data(), w.data(), out, rows, in);
-  add_to(g->weight, w);
-  if (g->bias.dimension() == 0) return;
-  Tensor b = Tensor::from_shape({out});
-  column_sums(grad_y.data(), rows, out, b.data());
-  add_to(g->bias, b);
 }
 
 // grad_y [..., out] · W [out, in]: a linear layer's input gradient.
@@ -82,7 +67,7 @@ Tensor through(const Tensor& grad_y, const StoredLinear& l) {
 
 // The same, and the weights' gradients from x (the layer's input) when g is non-null.
 Tensor through(const Tensor& grad_y, const StoredLinear& l, const Tensor& x, LinearGrad* g) {
-  linear_grad(grad_y, x, g);
+  if (g) linear_weight_backward(x, grad_y, g->weight, g->bias.dimension() ? &g->bias : nullptr);
   return through(grad_y, l);
 }
 
@@ -291,11 +276,13 @@ std::vector<NamedTensor> decoder_weight_gradients(const DecoderModel& m, const T
   if (rows != ids.size() || t.at("logits").size() != grad_logits.size())
     throw std::logic_error("decoder_weight_gradients: the logits' gradient does not fit the run");
   Tensor g = grad_logits;  // through Gemma's final cap: d(c·tanh(z/c))/dz = 1 − (y/c)²
-  if (c.final_softcap > 0)
+  if (c.final_softcap > 0) {
+    const float* logits = t.at("logits").data();
     for (size_t i = 0; i < g.size(); ++i) {
-      const double y = t.at("logits").data()[i] / c.final_softcap;
+      const double y = logits[i] / c.final_softcap;
       g.data()[i] = float(g.data()[i] * (1.0 - y * y));
     }
+  }
   Tensor head = Tensor::from_shape({V, H});  // lm_head: gᵀ · model.norm's output
   matmul_tn(g.data(), t.at("model.norm").data(), head.data(), V, rows, H);
   std::vector<LayerGrads> layers;
